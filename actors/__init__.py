@@ -1,0 +1,1 @@
+"""Ray wiring for Strata: thin actor wrappers around plain classes in ``strata``."""

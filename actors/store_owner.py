@@ -1,0 +1,130 @@
+"""StoreOwner: the one process that holds a milvus-lite client, and a proxy to reach it.
+
+milvus-lite locks its file to one process, so with a lite URI every other component
+talks to the store through this actor. With a Milvus server URI there is no owner:
+``vector_store_for`` opens a direct client in the calling process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.runtime import open_milvus
+from strata.settings import Settings
+from strata.stores.milvus import MilvusVectorStore
+from strata.stores.ports import VectorStore
+
+__all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "start_store_owner",
+           "vector_store_for"]
+
+logger = logging.getLogger(__name__)
+OWNER_NAME = "strata-store-owner"
+_CALLABLE = {"ensure_collections", "insert", "upsert", "delete", "delete_scope", "get", "query",
+             "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping"}
+
+
+class StoreOwnerService:
+    """Holds the milvus-lite client; flushes in the background when the policy says so."""
+
+    def __init__(self, settings: Settings, dim: int, tick_s: float = 1.0) -> None:
+        self._store: MilvusVectorStore = open_milvus(settings, dim)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, args=(tick_s,), daemon=True)
+        self._ticker.start()
+
+    def _tick(self, tick_s: float) -> None:
+        while not self._stop.wait(tick_s):
+            try:
+                self._store.flush_due()
+            except Exception:  # the next tick retries; a failed flush loses nothing
+                logger.exception("background flush failed")
+
+    def call(self, method: str, *args: Any) -> Any:
+        if method not in _CALLABLE:
+            raise AttributeError(f"StoreOwner has no method {method!r}")
+        return getattr(self._store, method)(*args)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._store.flush()
+        self._store.close()
+
+
+StoreOwner = ray.remote(max_restarts=-1, max_task_retries=3, max_concurrency=16,
+                        num_cpus=0)(StoreOwnerService)
+
+
+class RemoteVectorStore:
+    """``VectorStore`` whose calls run in the StoreOwner actor."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return ray.get(self._handle.call.remote(method, *args))
+
+    def ensure_collections(self, dim: int) -> None:
+        self._call("ensure_collections", dim)
+
+    def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        self._call("insert", collection, scope, list(records))
+
+    def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        self._call("upsert", collection, scope, list(records))
+
+    def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
+        return int(self._call("delete", collection, scope, list(ids)))
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int:
+        return int(self._call("delete_scope", collection, scope))
+
+    def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        return list(self._call("get", collection, scope, list(ids)))
+
+    def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
+              limit: int = 100) -> list[StoredRecord]:
+        return list(self._call("query", collection, scope, flt, limit))
+
+    def count(self, collection: Collection, scope: Scope) -> int:
+        return int(self._call("count", collection, scope))
+
+    def search_dense(self, collection: Collection, scope: Scope, vector: Sequence[float], k: int,
+                     flt: RecordFilter | None = None) -> list[SearchHit]:
+        return list(self._call("search_dense", collection, scope, list(vector), k, flt))
+
+    def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
+                       flt: RecordFilter | None = None) -> list[SearchHit]:
+        return list(self._call("search_lexical", collection, scope, text, k, flt))
+
+    def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
+                      text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
+        return list(self._call("search_hybrid", collection, scope, list(vector), text, k, flt))
+
+    def flush(self, collection: Collection | None = None) -> None:
+        self._call("flush", collection)
+
+    def ping(self) -> None:
+        self._call("ping")
+
+    def close(self) -> None:
+        return None
+
+
+def start_store_owner(settings: Settings, dim: int, namespace: str | None = None) -> Any:
+    """Start (or find) the named StoreOwner for a lite URI; returns its handle."""
+    return StoreOwner.options(  # type: ignore[attr-defined]
+        name=OWNER_NAME, namespace=namespace, get_if_exists=True, lifetime="detached"
+    ).remote(settings, dim)
+
+
+def vector_store_for(settings: Settings, dim: int, namespace: str | None = None) -> VectorStore:
+    """The vector store a component should use: the owner's proxy (lite) or a direct client."""
+    if settings.milvus_is_lite:
+        return RemoteVectorStore(ray.get_actor(OWNER_NAME, namespace=namespace))
+    return open_milvus(settings, dim)

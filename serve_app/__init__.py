@@ -1,0 +1,1 @@
+"""Ray Serve application: the HTTP ingress, recall and embedder deployments."""

@@ -1,0 +1,41 @@
+"""``build_app(args)``: the typed Serve application builder named by serve_config.yaml."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+from ray.serve import Application
+
+from serve_app.embedder import EmbedderDeployment
+from serve_app.ingress import IngressDeployment
+from strata.settings import Settings
+
+__all__ = ["AppArgs", "build_app"]
+
+
+class AppArgs(BaseModel):
+    """Arguments of the Strata application.
+
+    ``settings`` overrides what the environment says (STRATA_* variables are read here,
+    at the entry point, when ``serve run serve_config.yaml`` builds the app).
+    """
+
+    settings: dict[str, Any] = Field(default_factory=dict)
+    namespace: str | None = "strata"
+    embedder_replicas: int = Field(default=1, ge=1)
+    ingress_replicas: int = Field(default=1, ge=1)
+
+
+def deployment_settings(args: AppArgs) -> dict[str, Any]:
+    """The settings each deployment is built with, as plain JSON-able data."""
+    merged = Settings(**args.settings)
+    return merged.model_dump(mode="json")
+
+
+def build_app(args: dict[str, Any] | AppArgs) -> Application:
+    parsed = args if isinstance(args, AppArgs) else AppArgs.model_validate(args)
+    settings = deployment_settings(parsed)
+    embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas).bind(settings)
+    return IngressDeployment.options(num_replicas=parsed.ingress_replicas).bind(
+        settings, embedder, parsed.namespace)

@@ -1,0 +1,32 @@
+"""Embedder deployment: one model per replica, concurrent queries batched into one call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+
+from strata.settings import Settings
+from strata.stores.embedders import make_embedder
+
+
+class EmbedderService:
+    """Holds the configured embedder; ``embed`` calls from many requests share a batch."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self._embedder = make_embedder(Settings(**settings))
+
+    def info(self) -> dict[str, Any]:
+        return {"dim": self._embedder.dim, "model_id": self._embedder.model_id}
+
+    def encode_many(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, row)) for row in self._embedder.encode(texts)]
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.encode_many(texts)
+
+
+EmbedderDeployment = serve.deployment(
+    name="Embedder", ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64
+)(EmbedderService)

@@ -1,0 +1,4 @@
+"""Strata: layered memory for LLM agents (working memory, facts, episodes, procedures,
+knowledge base), served on Ray with Milvus and Redis underneath."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,265 @@
+"""Strata's data: pydantic models with no I/O. Stores and services move these around."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "SHARED_USER",
+    "Collection",
+    "KnowledgeChunk",
+    "MemoryItem",
+    "MemoryKind",
+    "MemoryStatus",
+    "Provenance",
+    "RecallItem",
+    "RecallRequest",
+    "RecallResponse",
+    "RecordFilter",
+    "Role",
+    "Scope",
+    "SearchHit",
+    "Source",
+    "StoredRecord",
+    "Turn",
+    "utcnow",
+]
+
+SHARED_USER = "_shared"
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(timezone.utc)
+
+
+def _check_id(kind: str, value: str) -> str:
+    if not _ID_RE.match(value):
+        raise ValueError(
+            f"{kind} must be 1-128 characters of letters, digits and ._@+- "
+            f"and start with a letter or digit; got {value!r}"
+        )
+    return value
+
+
+class Scope(BaseModel):
+    """Whose memory a read or write touches: one user inside one tenant.
+
+    Every store call takes a Scope; the knowledge base of a tenant uses ``Scope.shared``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    user: str
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, value: str) -> str:
+        return _check_id("tenant", value)
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        if value == SHARED_USER:
+            return value
+        return _check_id("user_id", value)
+
+    @classmethod
+    def shared(cls, tenant: str) -> Scope:
+        """The tenant's shared scope (its knowledge base)."""
+        return cls(tenant=tenant, user=SHARED_USER)
+
+    @property
+    def key(self) -> str:
+        """The partition value stored with every record: ``tenant:user``."""
+        return f"{self.tenant}:{self.user}"
+
+
+class Collection(str, Enum):
+    """One vector collection per long-term layer."""
+
+    FACTS = "facts"
+    EPISODES = "episodes"
+    PROCEDURES = "procedures"
+    KNOWLEDGE = "knowledge"
+
+
+class Role(str, Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class MemoryKind(str, Enum):
+    FACT = "fact"
+    EPISODE = "episode"
+    PROCEDURE = "procedure"
+
+
+class MemoryStatus(str, Enum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    PENDING = "pending"
+    OBSERVATION = "observation"
+    COLD = "cold"
+    ARCHIVED = "archived"
+    DEPRECATED = "deprecated"
+
+
+class Source(str, Enum):
+    USER_STATED = "user_stated"
+    INFERRED = "inferred"
+    ADMIN = "admin"
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: the session and the turns the turn API returned."""
+
+    session_id: str | None = None
+    turn_ids: list[str] = Field(default_factory=list)
+
+
+class Turn(BaseModel):
+    """One message of a conversation, as stored in working memory and the WAL."""
+
+    turn_id: str
+    session_id: str
+    user_id: str
+    role: Role
+    content: str
+    created_at: datetime = Field(default_factory=utcnow)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    pinned: bool = False
+
+
+class MemoryItem(BaseModel):
+    """A long-term memory of one user: a fact, an episode or a procedure."""
+
+    id: str
+    kind: MemoryKind
+    text: str
+    key: str | None = None
+    value: str | None = None
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    source: Source = Source.USER_STATED
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    scope_tags: list[str] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    event_time: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    last_access_at: datetime | None = None
+    access_count: int = 0
+    weight: float = 1.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class KnowledgeChunk(BaseModel):
+    """One chunk of a knowledge-base document, versioned per (doc_id, position)."""
+
+    id: str
+    doc_id: str
+    position: int = Field(ge=0)
+    version: int = Field(default=1, ge=1)
+    title: str = ""
+    text: str
+    content_hash: str
+    status: MemoryStatus = MemoryStatus.PENDING
+    embed_model: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoredRecord(BaseModel):
+    """The row a vector collection holds, whatever the layer.
+
+    Layer-specific fields travel in ``payload``; the columns are the ones every
+    layer filters or ranks on.
+    """
+
+    id: str
+    text: str
+    vector: list[float] | None = None
+    status: str = MemoryStatus.ACTIVE.value
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    confidence: float = 1.0
+    embed_model: str = ""
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordFilter(BaseModel):
+    """A typed filter on the common columns; the scope is never part of it."""
+
+    statuses: list[str] | None = None
+    ids: list[str] | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    payload_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("payload_equals")
+    @classmethod
+    def _keys(
+        cls, value: dict[str, str | int | float | bool]
+    ) -> dict[str, str | int | float | bool]:
+        for key in value:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", key):
+                raise ValueError(f"payload key {key!r} is not a plain identifier")
+        return value
+
+
+class SearchHit(BaseModel):
+    """A record returned by a search, with its score (higher is better)."""
+
+    record: StoredRecord
+    score: float
+    parts: dict[str, float] = Field(default_factory=dict)
+
+
+class RecallRequest(BaseModel):
+    """The body of ``POST /v1/recall``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    query: str = Field(min_length=1, max_length=4000)
+    session_id: str | None = None
+    budget_tokens: int = Field(default=500, ge=50, le=8000)
+    layers: list[Literal["working", "facts", "episodes", "procedures", "knowledge"]] | None = None
+    top_k: int = Field(default=10, ge=1, le=100)
+    debug: bool = False
+    include_cold: bool = False
+
+
+class RecallItem(BaseModel):
+    """One line of recalled context."""
+
+    id: str
+    layer: str
+    text: str
+    score: float
+    created_at: datetime | None = None
+    confidence: float | None = None
+    source: str | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class RecallResponse(BaseModel):
+    """The answer of ``POST /v1/recall``."""
+
+    context: str
+    items: list[RecallItem]
+    route: str
+    layers: list[str] = Field(default_factory=list)
+    degraded: bool = False
+    debug: dict[str, Any] | None = None

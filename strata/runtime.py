@@ -1,0 +1,76 @@
+"""Wiring the stores from settings, the embedded Redis, and readiness checks (no Ray here)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from strata.errors import StrataError
+from strata.settings import Settings
+from strata.stores.milvus import FlushPolicy, MilvusVectorStore
+from strata.stores.ports import Embedder, VectorStore
+from strata.stores.redis import RedisStore
+from strata.stores.redis_server import EmbeddedRedis
+
+__all__ = ["LocalServices", "Stores", "check_ready", "open_milvus"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Stores:
+    """The collaborators services are built from, passed as one container."""
+
+    vectors: VectorStore
+    redis: RedisStore
+    embedder: Embedder
+
+
+def open_milvus(settings: Settings, dim: int) -> MilvusVectorStore:
+    """Open the configured Milvus and make sure every layer's collection exists."""
+    uri = settings.resolved_milvus_uri
+    if settings.milvus_is_lite:
+        Path(uri).parent.mkdir(parents=True, exist_ok=True)
+    store = MilvusVectorStore(
+        uri, token=settings.milvus_token,
+        flush_policy=FlushPolicy(settings.flush_unflushed_rows, settings.flush_interval_s))
+    store.ensure_collections(dim)
+    return store
+
+
+def check_ready(checks: dict[str, Callable[[], object]]) -> dict[str, str]:
+    """Run each named check; the value is "ok" or the reason it failed."""
+    status: dict[str, str] = {}
+    for name, check in checks.items():
+        try:
+            check()
+            status[name] = "ok"
+        except StrataError as exc:
+            status[name] = exc.detail
+        except Exception as exc:  # a readiness probe reports any failure, it never raises
+            status[name] = f"{type(exc).__name__}: {exc}"
+    return status
+
+
+class LocalServices:
+    """Starts what the settings leave to Strata: an embedded Redis when no URL is given.
+
+    ``with LocalServices(settings) as effective:`` yields settings whose ``redis_url``
+    points at a live Redis; the embedded one is stopped on exit.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._redis: EmbeddedRedis | None = None
+
+    def __enter__(self) -> Settings:
+        if self._settings.redis_url:
+            return self._settings
+        self._redis = EmbeddedRedis(self._settings.data_dir / "redis").start()
+        return self._settings.model_copy(update={"redis_url": self._redis.url})
+
+    def __exit__(self, *exc: object) -> None:
+        if self._redis is not None:
+            self._redis.stop()

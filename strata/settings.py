@@ -1,0 +1,79 @@
+"""Strata's configuration: one ``Settings`` object, read once at an entry point.
+
+Every field maps to an environment variable with the ``STRATA_`` prefix
+(``data_dir`` ↔ ``STRATA_DATA_DIR``). Library code receives a ``Settings`` (or the
+values it needs) as an argument and never reads the environment itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ApiKey", "Settings"]
+
+
+class ApiKey(BaseSettings):
+    """One API key: which tenant it speaks for and what it may do."""
+
+    model_config = SettingsConfigDict(extra="forbid")
+
+    tenant: str
+    role: Literal["admin", "agent"] = "agent"
+
+
+class Settings(BaseSettings):
+    """All of Strata's settings, with the seeds' defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="STRATA_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("./data"), description="Where local state lives.")
+    milvus_uri: str = Field(
+        default="",
+        description="A file path selects milvus-lite; http(s)://… selects a Milvus server. "
+        "Empty means <data_dir>/milvus.db.",
+    )
+    milvus_token: str = ""
+    redis_url: str = Field(
+        default="",
+        description="redis://… of a Redis server. Empty starts an embedded redis-server "
+        "with AOF under <data_dir>/redis.",
+    )
+    redis_prefix: str = "strata:"
+    embedder: Literal["minilm", "hash", "openai"] = "minilm"
+    hash_dim: int = Field(default=256, ge=16, le=4096)
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str = ""
+    openai_embed_model: str = "text-embedding-3-small"
+    openai_embed_dim: int = 1536
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8000, ge=1, le=65535)
+    api_keys: dict[str, ApiKey] = Field(
+        default_factory=dict,
+        description='JSON: {"<key>": {"tenant": "acme", "role": "admin"}}. Empty → dev key.',
+    )
+    # Vector store flush policy (see docs/benchmarks.md for the measurements behind it).
+    flush_unflushed_rows: int = Field(default=2000, ge=1)
+    flush_interval_s: float = Field(default=5.0, gt=0)
+    # Working memory (the seeds: a window of 6–10 turns).
+    window_turns: int = Field(default=8, ge=6, le=10)
+    session_shards: int = Field(default=2, ge=1, le=256)
+    max_turn_bytes: int = Field(default=32 * 1024, ge=256)
+
+    @field_validator("milvus_uri")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @property
+    def resolved_milvus_uri(self) -> str:
+        """The Milvus URI to connect to, defaulting to a lite file in the data dir."""
+        return self.milvus_uri or str(self.data_dir / "milvus.db")
+
+    @property
+    def milvus_is_lite(self) -> bool:
+        """True when the vector store is a milvus-lite file owned by one process."""
+        return not self.resolved_milvus_uri.startswith(("http://", "https://", "tcp://"))

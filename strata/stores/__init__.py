@@ -1,0 +1,1 @@
+"""Storage ports (Protocols) and their adapters: Milvus, Redis, embedders, in-memory doubles."""

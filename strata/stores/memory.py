@@ -1,0 +1,159 @@
+"""An in-memory ``VectorStore``: the fast test double, real code behind the same port."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from strata.errors import Conflict, InvalidInput
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.stores.lexical import bm25_scores
+from strata.stores.ports import fuse_rrf
+
+__all__ = ["InMemoryVectorStore", "matches"]
+
+
+def matches(record: StoredRecord, flt: RecordFilter | None) -> bool:
+    """Whether ``record`` passes ``flt`` (the same semantics as the Milvus expression)."""
+    if flt is None:
+        return True
+    if flt.statuses is not None and record.status not in flt.statuses:
+        return False
+    if flt.ids is not None and record.id not in flt.ids:
+        return False
+    if flt.created_after is not None and record.created_at < flt.created_after:
+        return False
+    if flt.created_before is not None and record.created_at > flt.created_before:
+        return False
+    return all(record.payload.get(k) == v for k, v in flt.payload_equals.items())
+
+
+class InMemoryVectorStore:
+    """Dict-backed store: {collection: {scope key: {id: record}}}."""
+
+    def __init__(self) -> None:
+        self._data: dict[Collection, dict[str, dict[str, StoredRecord]]] = {
+            c: {} for c in Collection
+        }
+        self._dim: int | None = None
+        self._lock = threading.Lock()
+
+    def ensure_collections(self, dim: int) -> None:
+        self._dim = dim
+
+    def _rows(self, collection: Collection, scope: Scope) -> dict[str, StoredRecord]:
+        return self._data[collection].setdefault(scope.key, {})
+
+    def _check(self, records: Sequence[StoredRecord]) -> None:
+        for record in records:
+            if record.vector is None:
+                raise InvalidInput(f"record {record.id!r} has no vector")
+            if self._dim is not None and len(record.vector) != self._dim:
+                raise InvalidInput(
+                    f"record {record.id!r} has a {len(record.vector)}-d vector; "
+                    f"the store holds {self._dim}-d vectors"
+                )
+
+    def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        self._check(records)
+        with self._lock:
+            rows = self._rows(collection, scope)
+            clash = [r.id for r in records if r.id in rows]
+            if clash:
+                raise Conflict(f"ids already exist in {collection.value}: {clash[:5]}")
+            for record in records:
+                rows[record.id] = record.model_copy(deep=True)
+
+    def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        self._check(records)
+        with self._lock:
+            rows = self._rows(collection, scope)
+            for record in records:
+                rows[record.id] = record.model_copy(deep=True)
+
+    def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
+        with self._lock:
+            rows = self._rows(collection, scope)
+            return sum(1 for i in ids if rows.pop(i, None) is not None)
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int:
+        with self._lock:
+            return len(self._data[collection].pop(scope.key, {}))
+
+    def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        rows = self._rows(collection, scope)
+        return [rows[i].model_copy(deep=True) for i in ids if i in rows]
+
+    def query(
+        self,
+        collection: Collection,
+        scope: Scope,
+        flt: RecordFilter | None = None,
+        limit: int = 100,
+    ) -> list[StoredRecord]:
+        rows = [r for r in self._rows(collection, scope).values() if matches(r, flt)]
+        return [r.model_copy(deep=True) for r in rows[:limit]]
+
+    def count(self, collection: Collection, scope: Scope) -> int:
+        return len(self._rows(collection, scope))
+
+    def search_dense(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        rows = [r for r in self._rows(collection, scope).values() if matches(r, flt)]
+        if not rows:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        matrix = np.asarray([r.vector for r in rows], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        sims = matrix @ query / np.where(norms == 0, 1.0, norms)
+        order = np.argsort(-sims)[:k]
+        return [
+            SearchHit(record=rows[i].model_copy(deep=True), score=float(sims[i])) for i in order
+        ]
+
+    def search_lexical(
+        self,
+        collection: Collection,
+        scope: Scope,
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        rows = [r for r in self._rows(collection, scope).values() if matches(r, flt)]
+        scores = bm25_scores(text, [r.text for r in rows])
+        ranked = sorted(
+            ((s, r) for s, r in zip(scores, rows, strict=True) if s > 0),
+            key=lambda pair: pair[0],
+            reverse=True,
+        )
+        return [SearchHit(record=r.model_copy(deep=True), score=s) for s, r in ranked[:k]]
+
+    def search_hybrid(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        dense = self.search_dense(collection, scope, vector, k, flt)
+        lexical = self.search_lexical(collection, scope, text, k, flt)
+        return fuse_rrf(dense, lexical, k)
+
+    def flush(self, collection: Collection | None = None) -> None:
+        return None
+
+    def ping(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

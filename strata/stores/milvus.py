@@ -1,0 +1,363 @@
+"""The Milvus adapter of ``VectorStore`` (milvus-lite file or Milvus server).
+
+Schema, one collection per layer::
+
+    pk          VARCHAR primary key = "<scope key>|<record id>" (ids never clash across scopes)
+    scope       VARCHAR partition key = "tenant:user"
+    text        VARCHAR, analysed by jieba + lowercase (English and Chinese)
+    dense       FLOAT_VECTOR (COSINE)
+    sparse      SPARSE_FLOAT_VECTOR, filled by Milvus's BM25 function from ``text``
+    status, created_at, updated_at, confidence, embed_model, payload (JSON)
+
+Every method builds its filter expression starting with the scope, so no call can
+reach another scope's rows. Milvus searches unflushed ("growing") rows slowly, so
+writes count unflushed rows and the ``FlushPolicy`` decides when to flush.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus.exceptions import MilvusException
+
+from strata.errors import Conflict, InvalidInput, VectorStoreError
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.stores.ports import fuse_rrf
+
+__all__ = ["FlushPolicy", "MilvusVectorStore"]
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT = 65535
+_OUTPUT = ["pk", "text", "status", "created_at", "updated_at", "confidence", "embed_model",
+           "payload"]
+ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
+
+
+@contextmanager
+def _milvus_errors(action: str) -> Iterator[None]:
+    """Translate pymilvus failures into ``VectorStoreError`` at the boundary."""
+    try:
+        yield
+    except (MilvusException, ConnectionError, OSError) as exc:
+        raise VectorStoreError(f"milvus {action} failed: {exc}") from exc
+
+
+def _lit(value: str) -> str:
+    """A Milvus expression string literal (JSON escaping is what the parser accepts)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _num(value: float | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+class FlushPolicy:
+    """Flush when unflushed rows pass a threshold, or when they are older than an interval.
+
+    Searching growing segments is slow on milvus-lite (docs/benchmarks.md), so rows
+    should not stay unflushed for long; but each flush costs time, so writes batch up.
+    """
+
+    def __init__(self, max_unflushed_rows: int = 2000, max_age_s: float = 5.0) -> None:
+        self.max_unflushed_rows = max_unflushed_rows
+        self.max_age_s = max_age_s
+        self._unflushed: dict[Collection, int] = {}
+        self._since: dict[Collection, float] = {}
+
+    def record_write(self, collection: Collection, rows: int, now: float) -> None:
+        if rows <= 0:
+            return
+        self._unflushed[collection] = self._unflushed.get(collection, 0) + rows
+        self._since.setdefault(collection, now)
+
+    def due(self, now: float) -> list[Collection]:
+        """Collections whose unflushed rows should be flushed now."""
+        return [
+            c
+            for c, n in self._unflushed.items()
+            if n >= self.max_unflushed_rows or now - self._since[c] >= self.max_age_s
+        ]
+
+    def flushed(self, collection: Collection) -> None:
+        self._unflushed.pop(collection, None)
+        self._since.pop(collection, None)
+
+    def unflushed(self, collection: Collection) -> int:
+        return self._unflushed.get(collection, 0)
+
+
+class MilvusVectorStore:
+    """``VectorStore`` on Milvus. With a lite URI, exactly one process may hold this."""
+
+    def __init__(
+        self,
+        uri: str,
+        token: str = "",
+        prefix: str = "strata_",
+        flush_policy: FlushPolicy | None = None,
+    ) -> None:
+        self._uri = uri
+        self._prefix = prefix
+        self._policy = flush_policy or FlushPolicy()
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+        with _milvus_errors("connect"):
+            self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+
+    # -- collections -----------------------------------------------------------------
+    def name(self, collection: Collection) -> str:
+        """The Milvus name (an alias for knowledge, so it can be re-embedded)."""
+        return f"{self._prefix}{collection.value}"
+
+    def _create(self, name: str, dim: int) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, max_length=1024, is_primary=True)
+        schema.add_field("scope", DataType.VARCHAR, max_length=512, is_partition_key=True)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True,
+                         analyzer_params=ANALYZER)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("status", DataType.VARCHAR, max_length=32)
+        schema.add_field("created_at", DataType.DOUBLE)
+        schema.add_field("updated_at", DataType.DOUBLE)
+        schema.add_field("confidence", DataType.FLOAT)
+        schema.add_field("embed_model", DataType.VARCHAR, max_length=256)
+        schema.add_field("payload", DataType.JSON)
+        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                                     input_field_names=["text"], output_field_names=["sparse"]))
+        index = self._client.prepare_index_params()
+        index.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        self._client.create_collection(name, schema=schema, index_params=index)
+
+    def ensure_collections(self, dim: int) -> None:
+        """Create missing collections; refuse to reuse one built for another dimension."""
+        with _milvus_errors("ensure_collections"):
+            for collection in Collection:
+                alias = self.name(collection)
+                if self._client.has_collection(alias):
+                    existing = self._collection_dim(alias)
+                    if existing != dim:
+                        raise InvalidInput(
+                            f"collection {alias} holds {existing}-d vectors but the embedder "
+                            f"makes {dim}-d ones; re-embed (jobs.reembed) or use another "
+                            "data dir"
+                        )
+                    # a reopened collection starts released; searches need it loaded
+                    self._client.load_collection(alias)
+                    continue
+                physical = f"{alias}_v1" if collection is Collection.KNOWLEDGE else alias
+                self._create(physical, dim)
+                if physical != alias:
+                    self._client.create_alias(physical, alias)
+        self._dim = dim
+
+    def _collection_dim(self, name: str) -> int:
+        desc = self._client.describe_collection(name)
+        for field in desc["fields"]:
+            if field["name"] == "dense":
+                return int(field["params"]["dim"])
+        raise VectorStoreError(f"collection {name} has no dense field")
+
+    # -- writes ----------------------------------------------------------------------
+    def _row(self, scope: Scope, record: StoredRecord) -> dict[str, Any]:
+        if record.vector is None:
+            raise InvalidInput(f"record {record.id!r} has no vector")
+        if self._dim is not None and len(record.vector) != self._dim:
+            raise InvalidInput(f"record {record.id!r} has a {len(record.vector)}-d vector; "
+                               f"the store holds {self._dim}-d vectors")
+        if len(record.text.encode("utf-8")) > MAX_TEXT:
+            raise InvalidInput(f"record {record.id!r} text is over {MAX_TEXT} bytes")
+        return {
+            "pk": f"{scope.key}|{record.id}",
+            "scope": scope.key,
+            "text": record.text,
+            "dense": [float(x) for x in record.vector],
+            "status": record.status,
+            "created_at": float(record.created_at),
+            "updated_at": float(record.updated_at),
+            "confidence": float(record.confidence),
+            "embed_model": record.embed_model,
+            "payload": record.payload,
+        }
+
+    def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        rows = [self._row(scope, r) for r in records]
+        with self._lock:
+            existing = self.get(collection, scope, [r.id for r in records])
+            if existing:
+                raise Conflict(f"ids already exist in {collection.value}: "
+                               f"{[r.id for r in existing][:5]}")
+            with _milvus_errors("insert"):
+                self._client.insert(self.name(collection), rows)
+            self._after_write(collection, len(rows))
+
+    def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        rows = [self._row(scope, r) for r in records]
+        if not rows:
+            return
+        with _milvus_errors("upsert"):
+            self._client.upsert(self.name(collection), rows)
+        self._after_write(collection, len(rows))
+
+    def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        pks = [f"{scope.key}|{i}" for i in ids]
+        expr = f"scope == {_lit(scope.key)} and pk in {json.dumps(pks, ensure_ascii=False)}"
+        return self._delete(collection, expr)
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int:
+        return self._delete(collection, f"scope == {_lit(scope.key)}")
+
+    def _delete(self, collection: Collection, expr: str) -> int:
+        with _milvus_errors("delete"):
+            result = self._client.delete(self.name(collection), filter=expr)
+        self._after_write(collection, 1)
+        if isinstance(result, dict):
+            return int(result.get("delete_count", 0))
+        return len(result)
+
+    def _after_write(self, collection: Collection, rows: int) -> None:
+        self._policy.record_write(collection, rows, time.monotonic())
+        if self._policy.unflushed(collection) >= self._policy.max_unflushed_rows:
+            self.flush(collection)
+
+    # -- reads -----------------------------------------------------------------------
+    def _expr(self, scope: Scope, flt: RecordFilter | None) -> str:
+        parts = [f"scope == {_lit(scope.key)}"]
+        if flt is not None:
+            if flt.statuses is not None:
+                parts.append(f"status in {json.dumps(flt.statuses, ensure_ascii=False)}")
+            if flt.ids is not None:
+                pks = [f"{scope.key}|{i}" for i in flt.ids]
+                parts.append(f"pk in {json.dumps(pks, ensure_ascii=False)}")
+            if flt.created_after is not None:
+                parts.append(f"created_at >= {_num(flt.created_after)}")
+            if flt.created_before is not None:
+                parts.append(f"created_at <= {_num(flt.created_before)}")
+            for key, value in flt.payload_equals.items():
+                rhs = _lit(value) if isinstance(value, str) else _num(value)
+                parts.append(f'payload["{key}"] == {rhs}')
+        return " and ".join(parts)
+
+    def _record(self, scope: Scope, entity: dict[str, Any]) -> StoredRecord:
+        return StoredRecord(
+            id=str(entity["pk"])[len(scope.key) + 1:],
+            text=entity["text"],
+            status=entity["status"],
+            created_at=entity["created_at"],
+            updated_at=entity["updated_at"],
+            confidence=entity["confidence"],
+            embed_model=entity["embed_model"],
+            payload=entity.get("payload") or {},
+        )
+
+    def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        if not ids:
+            return []
+        return self.query(collection, scope, RecordFilter(ids=list(ids)), limit=len(ids))
+
+    def query(
+        self,
+        collection: Collection,
+        scope: Scope,
+        flt: RecordFilter | None = None,
+        limit: int = 100,
+    ) -> list[StoredRecord]:
+        with _milvus_errors("query"):
+            rows = self._client.query(self.name(collection), filter=self._expr(scope, flt),
+                                      output_fields=_OUTPUT, limit=limit)
+        return [self._record(scope, row) for row in rows]
+
+    def count(self, collection: Collection, scope: Scope) -> int:
+        with _milvus_errors("count"):
+            rows = self._client.query(self.name(collection), filter=self._expr(scope, None),
+                                      output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def _search(self, collection: Collection, scope: Scope, data: list[Any], field: str,
+                k: int, flt: RecordFilter | None) -> list[SearchHit]:
+        params = {"metric_type": "BM25"} if field == "sparse" else {"metric_type": "COSINE"}
+        with _milvus_errors("search"):
+            result = self._client.search(
+                self.name(collection), data=data, anns_field=field, limit=k,
+                filter=self._expr(scope, flt), output_fields=_OUTPUT, search_params=params)
+        hits = []
+        for hit in result[0]:
+            entity = dict(hit["entity"])
+            entity["pk"] = hit.get("pk", hit.get("id"))
+            # milvus-lite reports BM25 as a negated distance; the magnitude is the score.
+            score = abs(float(hit["distance"])) if field == "sparse" else float(hit["distance"])
+            hits.append(SearchHit(record=self._record(scope, entity), score=score))
+        return hits
+
+    def search_dense(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        return self._search(collection, scope, [[float(x) for x in vector]], "dense", k, flt)
+
+    def search_lexical(
+        self,
+        collection: Collection,
+        scope: Scope,
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        if not text.strip():
+            return []
+        return self._search(collection, scope, [text], "sparse", k, flt)
+
+    def search_hybrid(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        dense = self.search_dense(collection, scope, vector, k, flt)
+        lexical = self.search_lexical(collection, scope, text, k, flt)
+        return fuse_rrf(dense, lexical, k)
+
+    # -- maintenance -----------------------------------------------------------------
+    def flush(self, collection: Collection | None = None) -> None:
+        targets = [collection] if collection is not None else list(Collection)
+        for target in targets:
+            started = time.perf_counter()
+            with _milvus_errors("flush"):
+                self._client.flush(self.name(target))
+            self._policy.flushed(target)
+            logger.debug("flushed %s in %.3fs", target.value, time.perf_counter() - started)
+
+    def flush_due(self) -> list[Collection]:
+        """Flush whatever the policy says is due (call periodically); returns what it flushed."""
+        due = self._policy.due(time.monotonic())
+        for collection in due:
+            self.flush(collection)
+        return due
+
+    def ping(self) -> None:
+        with _milvus_errors("ping"):
+            self._client.list_collections()
+
+    def close(self) -> None:
+        with _milvus_errors("close"):
+            self._client.close()

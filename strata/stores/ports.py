@@ -1,0 +1,118 @@
+"""The storage ports. Adapters implement these; services depend only on them.
+
+Every read and write of the vector store takes a ``Scope``: there is deliberately no
+method that reads across scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+
+__all__ = ["Embedder", "VectorStore", "fuse_rrf"]
+
+RRF_K = 60
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """One collection per layer; every call is confined to one scope."""
+
+    def ensure_collections(self, dim: int) -> None: ...
+
+    def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        """Add new records; raises ``Conflict`` if an id already exists in the scope."""
+        ...
+
+    def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
+        ...
+
+    def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int: ...
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int: ...
+
+    def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        ...
+
+    def query(
+        self,
+        collection: Collection,
+        scope: Scope,
+        flt: RecordFilter | None = None,
+        limit: int = 100,
+    ) -> list[StoredRecord]: ...
+
+    def count(self, collection: Collection, scope: Scope) -> int: ...
+
+    def search_dense(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]: ...
+
+    def search_lexical(
+        self,
+        collection: Collection,
+        scope: Scope,
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]: ...
+
+    def search_hybrid(
+        self,
+        collection: Collection,
+        scope: Scope,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        flt: RecordFilter | None = None,
+    ) -> list[SearchHit]: ...
+
+    def flush(self, collection: Collection | None = None) -> None: ...
+
+    def ping(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def fuse_rrf(
+    dense: Sequence[SearchHit], lexical: Sequence[SearchHit], k: int, rrf_k: int = RRF_K
+) -> list[SearchHit]:
+    """Reciprocal-rank fusion of a dense and a lexical result list.
+
+    The fused hit keeps the raw similarity of each side in ``parts`` so that
+    later scoring can use the dense cosine rather than a rank.
+    """
+    fused: dict[str, SearchHit] = {}
+    for name, hits in (("dense", dense), ("lexical", lexical)):
+        for rank, hit in enumerate(hits):
+            entry = fused.get(hit.record.id)
+            if entry is None:
+                entry = SearchHit(record=hit.record, score=0.0)
+                fused[hit.record.id] = entry
+            entry.score += 1.0 / (rrf_k + rank + 1)
+            entry.parts[name] = hit.score
+    ranked = sorted(fused.values(), key=lambda h: h.score, reverse=True)
+    return ranked[:k]

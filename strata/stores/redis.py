@@ -1,0 +1,261 @@
+"""The Redis adapter: the primitives Strata's durability and queues are built on.
+
+Keys (all under a configurable prefix)::
+
+    wal:{session}     stream   every turn, appended before the turn is acknowledged
+    wm:{session}      hash     working-memory snapshot {data, wal_id}
+    q:ltm:high|low    stream   long-term write queues, read through a consumer group
+    idem:{id}         string   idempotency key, SET NX with a TTL
+    audit:{scope}     stream   content-free audit events (ids, counts, actions)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+from pydantic import BaseModel
+
+from strata.errors import InvalidInput, QueueStoreError
+
+__all__ = ["QUEUE_HIGH", "QUEUE_LOW", "QueueDepth", "QueueMessage", "RedisStore"]
+
+logger = logging.getLogger(__name__)
+
+QUEUE_HIGH = "q:ltm:high"
+QUEUE_LOW = "q:ltm:low"
+_AUDIT_FIELDS = {"action", "memory_id", "session_id", "kind", "count", "actor", "at", "reason"}
+
+
+class QueueMessage(BaseModel):
+    """One entry read from a queue: its stream id, how often delivered, and its payload."""
+
+    id: str
+    payload: dict[str, Any]
+    deliveries: int = 1
+
+
+class QueueDepth(BaseModel):
+    """How far behind a queue's consumer group is."""
+
+    length: int
+    pending: int
+    lag: int
+
+    @property
+    def backlog(self) -> int:
+        """Entries not yet acknowledged: never delivered plus delivered-but-unacked."""
+        return self.lag + self.pending
+
+
+@contextmanager
+def _redis_errors(action: str) -> Iterator[None]:
+    try:
+        yield
+    except redis.RedisError as exc:
+        raise QueueStoreError(f"redis {action} failed: {exc}") from exc
+
+
+def _dumps(value: Any) -> str:
+    # ensure_ascii=False keeps text as text, so a forgetting scan sees what is stored.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _decode(fields: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in fields.items()}
+
+
+class RedisStore:
+    """Typed access to Strata's Redis keys."""
+
+    def __init__(self, url: str, prefix: str = "strata:") -> None:
+        self._prefix = prefix
+        # Any: redis-py's return types are unions of bytes/str/None decided at run time by
+        # decode_responses; this adapter decodes explicitly instead.
+        self._r: Any = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5,
+                                       retry_on_timeout=True, health_check_interval=30)
+
+    def _k(self, key: str) -> str:
+        return f"{self._prefix}{key}"
+
+    def ping(self) -> None:
+        with _redis_errors("ping"):
+            self._r.ping()
+
+    def close(self) -> None:
+        self._r.close()
+
+    # -- working-memory WAL ------------------------------------------------------------
+    def wal_append(self, session_key: str, record: Mapping[str, Any]) -> str:
+        """Append one record to the session's WAL; returns the stream id once Redis has it."""
+        with _redis_errors("wal append"):
+            entry = self._r.xadd(self._k(f"wal:{session_key}"), {"data": _dumps(record)})
+        return str(entry.decode() if isinstance(entry, bytes) else entry)
+
+    def wal_read(self, session_key: str, after_id: str = "0") -> list[tuple[str, dict[str, Any]]]:
+        """WAL records strictly after ``after_id``, in order."""
+        start = f"({after_id}" if after_id != "0" else "-"
+        with _redis_errors("wal read"):
+            rows = self._r.xrange(self._k(f"wal:{session_key}"), min=start, max="+")
+        return [(rid.decode(), json.loads(f[b"data"])) for rid, f in rows]
+
+    def wal_trim(self, session_key: str, upto_id: str) -> int:
+        """Drop WAL entries up to and including ``upto_id`` (they are in a snapshot)."""
+        with _redis_errors("wal trim"):
+            removed = 0
+            for rid, _ in self._r.xrange(self._k(f"wal:{session_key}"), min="-", max=upto_id):
+                removed += int(self._r.xdel(self._k(f"wal:{session_key}"), rid))
+        return removed
+
+    # -- snapshots -----------------------------------------------------------------------
+    def snapshot_put(self, session_key: str, data: Mapping[str, Any], wal_id: str) -> None:
+        with _redis_errors("snapshot put"):
+            self._r.hset(self._k(f"wm:{session_key}"),
+                         mapping={"data": _dumps(data), "wal_id": wal_id})
+
+    def snapshot_get(self, session_key: str) -> tuple[dict[str, Any], str] | None:
+        with _redis_errors("snapshot get"):
+            raw = self._r.hgetall(self._k(f"wm:{session_key}"))
+        if not raw:
+            return None
+        fields = _decode(raw)
+        return json.loads(fields["data"]), fields["wal_id"]
+
+    def delete_session(self, session_key: str) -> None:
+        """Remove a session's WAL and snapshot."""
+        with _redis_errors("delete session"):
+            self._r.delete(self._k(f"wal:{session_key}"), self._k(f"wm:{session_key}"))
+
+    # -- queues --------------------------------------------------------------------------
+    def ensure_group(self, queue: str, group: str) -> None:
+        with _redis_errors("create group"):
+            try:
+                self._r.xgroup_create(self._k(queue), group, id="0", mkstream=True)
+            except redis.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    def enqueue(self, queue: str, payload: Mapping[str, Any]) -> str:
+        with _redis_errors("enqueue"):
+            entry = self._r.xadd(self._k(queue), {"data": _dumps(payload)})
+        return str(entry.decode() if isinstance(entry, bytes) else entry)
+
+    def consume(self, queue: str, group: str, consumer: str, count: int = 10,
+                block_ms: int | None = None) -> list[QueueMessage]:
+        """New entries for this consumer (each is pending until ``ack``)."""
+        with _redis_errors("consume"):
+            resp = self._r.xreadgroup(group, consumer, {self._k(queue): ">"}, count=count,
+                                      block=block_ms)
+        out = []
+        for _stream, entries in resp or []:
+            for rid, fields in entries:
+                if fields:
+                    out.append(QueueMessage(id=rid.decode(), payload=json.loads(fields[b"data"])))
+        return out
+
+    def ack(self, queue: str, group: str, ids: list[str]) -> int:
+        """Acknowledge and delete the entries, so no payload outlives its processing."""
+        if not ids:
+            return 0
+        with _redis_errors("ack"):
+            pipe = self._r.pipeline(transaction=True)
+            pipe.xack(self._k(queue), group, *ids)
+            pipe.xdel(self._k(queue), *ids)
+            acked, _ = pipe.execute()
+        return int(acked)
+
+    def claim_stale(self, queue: str, group: str, consumer: str, min_idle_ms: int,
+                    count: int = 10) -> list[QueueMessage]:
+        """Take over entries another consumer read but did not ack within ``min_idle_ms``."""
+        with _redis_errors("claim"):
+            resp = self._r.xautoclaim(self._k(queue), group, consumer, min_idle_ms,
+                                      start_id="0-0", count=count)
+            entries = resp[1]
+            ids = [rid for rid, fields in entries if fields]
+            counts: dict[str, int] = {}
+            if ids:
+                for row in self._r.xpending_range(self._k(queue), group, min=ids[0],
+                                                  max=ids[-1], count=len(ids) * 2):
+                    counts[row["message_id"].decode()] = int(row["times_delivered"])
+        return [
+            QueueMessage(id=rid.decode(), payload=json.loads(fields[b"data"]),
+                         deliveries=counts.get(rid.decode(), 1))
+            for rid, fields in entries if fields
+        ]
+
+    def queue_depth(self, queue: str, group: str) -> QueueDepth:
+        with _redis_errors("queue depth"):
+            length = int(self._r.xlen(self._k(queue)))
+            groups = self._r.xinfo_groups(self._k(queue)) if length or self._r.exists(
+                self._k(queue)) else []
+        for info in groups:
+            name = info["name"].decode() if isinstance(info["name"], bytes) else info["name"]
+            if name == group:
+                lag = info.get("lag")
+                return QueueDepth(length=length, pending=int(info["pending"]),
+                                  lag=int(lag) if lag is not None else length)
+        return QueueDepth(length=length, pending=0, lag=length)
+
+    def scan_queue(self, queue: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every entry still in a queue (for forgetting and inspection)."""
+        with _redis_errors("scan queue"):
+            rows = self._r.xrange(self._k(queue), min="-", max="+")
+        return [(rid.decode(), json.loads(f[b"data"])) for rid, f in rows]
+
+    def remove_from_queue(self, queue: str, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        with _redis_errors("queue delete"):
+            return int(self._r.xdel(self._k(queue), *ids))
+
+    # -- idempotency ---------------------------------------------------------------------
+    def claim_once(self, idem_id: str, ttl_s: int = 7 * 24 * 3600) -> bool:
+        """True the first time ``idem_id`` is claimed within ``ttl_s``; False on a repeat."""
+        with _redis_errors("idempotency"):
+            return bool(self._r.set(self._k(f"idem:{idem_id}"), "1", nx=True, ex=ttl_s))
+
+    def release(self, idem_id: str) -> None:
+        """Forget an idempotency claim (the write it guarded failed and will be retried)."""
+        with _redis_errors("idempotency release"):
+            self._r.delete(self._k(f"idem:{idem_id}"))
+
+    # -- audit ---------------------------------------------------------------------------
+    def audit(self, scope_key: str, **fields: str | int | float) -> str:
+        """Append a content-free audit event; only whitelisted, non-text fields are allowed."""
+        unknown = set(fields) - _AUDIT_FIELDS
+        if unknown:
+            raise InvalidInput(f"audit fields must be content-free; unknown {sorted(unknown)}")
+        with _redis_errors("audit"):
+            entry = self._r.xadd(self._k(f"audit:{scope_key}"),
+                                 {k: str(v) for k, v in fields.items()})
+        return str(entry.decode() if isinstance(entry, bytes) else entry)
+
+    def audit_read(self, scope_key: str) -> list[dict[str, str]]:
+        with _redis_errors("audit read"):
+            rows = self._r.xrange(self._k(f"audit:{scope_key}"))
+        return [_decode(f) for _, f in rows]
+
+    # -- scans (forgetting, tests) -----------------------------------------------------------
+    def keys(self, pattern: str) -> list[str]:
+        with _redis_errors("scan"):
+            return [k.decode() for k in self._r.scan_iter(match=self._k(pattern), count=500)]
+
+    def dump_values(self) -> Iterator[tuple[str, bytes]]:
+        """Every key under the prefix with its raw contents (a forgetting audit scans this)."""
+        with _redis_errors("dump"):
+            for key in self._r.scan_iter(match=self._k("*"), count=500):
+                kind = self._r.type(key).decode()
+                if kind == "string":
+                    yield key.decode(), self._r.get(key) or b""
+                elif kind == "hash":
+                    yield key.decode(), _dumps(_decode(self._r.hgetall(key))).encode()
+                elif kind == "stream":
+                    for _, fields in self._r.xrange(key):
+                        yield key.decode(), _dumps(_decode(fields)).encode()
+                elif kind == "list":
+                    for item in self._r.lrange(key, 0, -1):
+                        yield key.decode(), item

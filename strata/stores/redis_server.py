@@ -1,0 +1,101 @@
+"""An embedded Redis: a real ``redis-server`` process that Strata starts and stops itself.
+
+Used when ``STRATA_REDIS_URL`` is unset, and by the tests. AOF is on: every write is
+handed to the kernel before Redis replies, so a killed Redis loses no acknowledged data.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from strata.errors import QueueStoreError
+
+__all__ = ["EmbeddedRedis", "free_port"]
+
+logger = logging.getLogger(__name__)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """A ``redis-server`` child process bound to 127.0.0.1 with its data under ``data_dir``."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, binary: str | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self._binary = binary or shutil.which("redis-server") or "/usr/bin/redis-server"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> EmbeddedRedis:
+        if not Path(self._binary).exists():
+            raise QueueStoreError(
+                "redis-server not found: install it (apt-get install redis-server) "
+                "or set STRATA_REDIS_URL to a running Redis"
+            )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            self._binary, "--port", str(self.port), "--bind", "127.0.0.1",
+            "--dir", str(self.data_dir), "--appendonly", "yes", "--appendfsync", "everysec",
+            "--save", "", "--daemonize", "no", "--protected-mode", "yes",
+            "--logfile", str(self.data_dir / "redis.log"),
+        ]
+        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout_s
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+        try:
+            while True:
+                if self._proc.poll() is not None:
+                    err = self._proc.stderr.read().decode() if self._proc.stderr else ""
+                    raise QueueStoreError(f"redis-server exited at start: {err.strip()}")
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        self.stop()
+                        raise QueueStoreError("redis-server did not answer in time") from None
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        logger.info("embedded redis on %s (data %s)", self.url, self.data_dir)
+        return self
+
+    def kill(self) -> None:
+        """Kill -9 (fault-injection in tests): no shutdown save, like a crash."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

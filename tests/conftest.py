@@ -1,0 +1,46 @@
+"""Shared fixtures: a real Redis server per test session, temp data dirs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from strata.stores.redis import RedisStore
+from strata.stores.redis_server import EmbeddedRedis
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """A real redis-server process (AOF on) for the whole test session."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_store(
+    redis_server: EmbeddedRedis, request: pytest.FixtureRequest
+) -> Iterator[RedisStore]:
+    """A RedisStore on the session's server, under a key prefix of its own."""
+    store = RedisStore(redis_server.url, prefix=f"t:{request.node.name}:")
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def minilm():  # type: ignore[no-untyped-def]
+    from strata.stores.embedders import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir(exist_ok=True)
+    return path

@@ -1,0 +1,56 @@
+"""End to end: the real ``strata serve`` command (MiniLM, milvus-lite, embedded Redis)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from strata.stores.redis_server import free_port
+
+
+def test_strata_serve_becomes_ready_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "RAY_"))}
+    env.update(STRATA_DATA_DIR=str(tmp_path / "data"), STRATA_HTTP_PORT=str(port))
+    strata = Path(sys.executable).parent / "strata"
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([str(strata), "serve"], env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    started = time.monotonic()
+    try:
+        ready = None
+        while time.monotonic() - started < 240 and proc.poll() is None:
+            try:
+                resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
+                if resp.status_code == 200:
+                    ready = resp.json()
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        assert ready == {"ready": True,
+                         "checks": {"milvus": "ok", "redis": "ok", "embedder": "ok"}}, (
+            (tmp_path / "serve.log").read_text()[-3000:])
+        print(f"/readyz answered 200 after {time.monotonic() - started:.1f}s")
+        assert (tmp_path / "data" / "milvus.db").exists()
+        assert (tmp_path / "data" / "redis" / "appendonlydir").exists()
+
+        while "Ctrl-C stops it" not in (tmp_path / "serve.log").read_text():
+            assert time.monotonic() - started < 240 and proc.poll() is None
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0, (tmp_path / "serve.log").read_text()[-3000:]
+        leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "data" / "redis")],
+                                  capture_output=True, text=True).stdout
+        assert leftover == "", "the embedded redis-server must stop with the service"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()

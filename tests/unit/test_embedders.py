@@ -1,0 +1,86 @@
+"""Embedders: the real MiniLM model is semantic; the hash double is deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import numpy as np
+import pytest
+
+from strata.errors import EmbedderError
+from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, OpenAIEmbedder
+from strata.tokens import count_tokens
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.parametrize(
+    ("anchor", "paraphrase", "unrelated"),
+    [
+        ("I am allergic to peanuts", "Peanuts give me an allergic reaction",
+         "The train to Boston leaves at noon"),
+        ("我住在北京", "我的家在北京市", "明天的股票市场会下跌"),
+    ],
+)
+def test_minilm_paraphrase_beats_unrelated(minilm: MiniLMEmbedder, anchor: str,
+                                           paraphrase: str, unrelated: str) -> None:
+    vecs = minilm.encode([anchor, paraphrase, unrelated])
+    assert vecs.shape == (3, 384) and vecs.dtype == np.float32
+    assert cos(vecs[0], vecs[1]) > cos(vecs[0], vecs[2]) + 0.1
+
+
+def test_minilm_empty_and_normalized(minilm: MiniLMEmbedder) -> None:
+    assert minilm.encode([]).shape == (0, 384)
+    assert abs(float(np.linalg.norm(minilm.encode(["hello"])[0])) - 1.0) < 1e-4
+    assert minilm.model_id == "all-MiniLM-L6-v2"
+
+
+def test_hash_embedder_deterministic_and_chinese_aware() -> None:
+    emb = HashEmbedder(128)
+    a, b, c = emb.encode(["我住在北京", "我住在北京市", "天气很好"])
+    assert np.array_equal(a, HashEmbedder(128).encode(["我住在北京"])[0])
+    assert cos(a, b) > cos(a, c)
+    assert emb.dim == 128 and emb.model_id == "hash-ngram-128"
+
+
+def _fake_openai(fail_first: int) -> tuple[httpx.MockTransport, list[int]]:
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) <= fail_first:
+            return httpx.Response(503, json={"error": "busy"})
+        body = json.loads(request.content)
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                for i, t in enumerate(body["input"])]
+        return httpx.Response(200, json={"data": list(reversed(data))})
+
+    return httpx.MockTransport(handler), calls
+
+
+def test_openai_embedder_batches_orders_and_retries() -> None:
+    transport, calls = _fake_openai(fail_first=1)
+    emb = OpenAIEmbedder("http://x/v1", "k", "m", dim=3, batch_size=2, retries=2,
+                         transport=transport)
+    out = emb.encode(["a", "bbb", "cc"])
+    assert out.shape == (3, 3)
+    expected = np.array([1.0, 3.0, 2.0]) / np.sqrt(np.array([1.0, 3.0, 2.0]) ** 2 + 1)
+    assert np.allclose(out[:, 0], expected, atol=1e-5)
+    assert len(calls) == 3  # one retried 503, then two batches
+
+
+def test_openai_embedder_gives_up_with_clear_error() -> None:
+    transport, _ = _fake_openai(fail_first=100)
+    emb = OpenAIEmbedder("http://x/v1", "k", "m", dim=3, retries=1, transport=transport)
+    with pytest.raises(EmbedderError, match="embedding endpoint failed"):
+        emb.encode(["a"])
+
+
+def test_token_counter() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("我住在北京") == 5
+    assert count_tokens("hello world") >= 2
+    assert count_tokens("a" * 400) == 100

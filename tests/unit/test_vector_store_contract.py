@@ -1,0 +1,178 @@
+"""One set of assertions, run against the in-memory double and real milvus-lite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from strata.errors import Conflict, InvalidInput
+from strata.models import Collection, RecordFilter, Scope, StoredRecord
+from strata.stores.embedders import HashEmbedder
+from strata.stores.memory import InMemoryVectorStore
+from strata.stores.milvus import FlushPolicy, MilvusVectorStore
+from strata.stores.ports import VectorStore
+
+EMB = HashEmbedder(64)
+FACTS = Collection.FACTS
+
+
+def rec(rid: str, text: str, status: str = "active", created: float = 1.0, **payload: object
+        ) -> StoredRecord:
+    return StoredRecord(id=rid, text=text, vector=EMB.encode([text])[0].tolist(), status=status,
+                        created_at=created, updated_at=created, confidence=0.9,
+                        embed_model=EMB.model_id, payload=dict(payload))
+
+
+@pytest.fixture(scope="module", params=["memory", "milvus-lite"])
+def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[VectorStore]:
+    if request.param == "memory":
+        impl: VectorStore = InMemoryVectorStore()
+    else:
+        path = tmp_path_factory.mktemp("milvus") / "m.db"
+        impl = MilvusVectorStore(str(path), prefix="c_",
+                                 flush_policy=FlushPolicy(max_unflushed_rows=10_000))
+    impl.ensure_collections(EMB.dim)
+    yield impl
+    impl.close()
+
+
+@pytest.fixture
+def store(backend: VectorStore, request: pytest.FixtureRequest) -> VectorStore:
+    """The module's backend; each test gets tenants of its own (set as globals below)."""
+    global A, B, OTHER_TENANT_A
+    tag = request.node.name.split("[")[0].replace("_", "-")[-40:]
+    A = Scope(tenant=f"acme-{tag}", user="alice")
+    B = Scope(tenant=f"acme-{tag}", user="bob")
+    OTHER_TENANT_A = Scope(tenant=f"globex-{tag}", user="alice")
+    return backend
+
+
+A = B = OTHER_TENANT_A = Scope(tenant="unset", user="unset")
+
+
+def seed(store: VectorStore) -> None:
+    store.insert(FACTS, A, [
+        rec("1", "I am allergic to peanuts", key="allergy"),
+        rec("2", "I live in Beijing 我住在北京", created=5.0, key="city"),
+        rec("3", "favourite colour is green", status="superseded", created=3.0),
+    ])
+    store.insert(FACTS, B, [rec("1", "bob secret: allergic to shellfish peanuts", key="allergy")])
+    store.insert(FACTS, OTHER_TENANT_A, [rec("9", "globex alice likes peanuts")])
+
+
+def test_get_and_query_stay_in_scope(store: VectorStore) -> None:
+    seed(store)
+    got = store.get(FACTS, A, ["1", "9"])
+    assert [r.id for r in got] == ["1"]
+    assert got[0].text == "I am allergic to peanuts"
+    assert got[0].payload == {"key": "allergy"}
+    assert {r.id for r in store.query(FACTS, A)} == {"1", "2", "3"}
+    assert {r.text for r in store.query(FACTS, B)} == {"bob secret: allergic to shellfish peanuts"}
+    assert store.count(FACTS, A) == 3 and store.count(FACTS, B) == 1
+
+
+def test_same_id_in_two_scopes_never_collides(store: VectorStore) -> None:
+    seed(store)
+    store.upsert(FACTS, B, [rec("1", "bob overwrites id 1")])
+    assert store.get(FACTS, A, ["1"])[0].text == "I am allergic to peanuts"
+    assert store.get(FACTS, B, ["1"])[0].text == "bob overwrites id 1"
+
+
+def test_filters(store: VectorStore) -> None:
+    seed(store)
+    active = store.query(FACTS, A, RecordFilter(statuses=["active"]))
+    assert {r.id for r in active} == {"1", "2"}
+    recent = store.query(FACTS, A, RecordFilter(created_after=4.0))
+    assert [r.id for r in recent] == ["2"]
+    keyed = store.query(FACTS, A, RecordFilter(payload_equals={"key": "city"}))
+    assert [r.id for r in keyed] == ["2"]
+
+
+def test_searches_never_cross_scopes(store: VectorStore) -> None:
+    seed(store)
+    vec = EMB.encode(["peanuts"])[0].tolist()
+    for hits in (store.search_dense(FACTS, A, vec, 10),
+                 store.search_lexical(FACTS, A, "peanuts", 10),
+                 store.search_hybrid(FACTS, A, vec, "peanuts", 10)):
+        texts = [h.record.text for h in hits]
+        assert texts, "the scope's own peanut fact must be found"
+        assert all("bob" not in t and "globex" not in t for t in texts)
+    lexical = store.search_lexical(FACTS, A, "peanuts", 10)
+    assert lexical[0].record.id == "1"
+    assert store.search_lexical(FACTS, A, "shellfish", 10) == []
+
+
+def test_lexical_matches_chinese_and_case(store: VectorStore) -> None:
+    seed(store)
+    assert [h.record.id for h in store.search_lexical(FACTS, A, "北京", 5)] == ["2"]
+    assert [h.record.id for h in store.search_lexical(FACTS, A, "PEANUTS", 5)] == ["1"]
+
+
+def test_search_filter_by_status(store: VectorStore) -> None:
+    seed(store)
+    vec = EMB.encode(["favourite colour"])[0].tolist()
+    hits = store.search_dense(FACTS, A, vec, 10, RecordFilter(statuses=["active"]))
+    assert "3" not in {h.record.id for h in hits}
+
+
+def test_hybrid_reports_score_parts(store: VectorStore) -> None:
+    seed(store)
+    vec = EMB.encode(["allergic to peanuts"])[0].tolist()
+    top = store.search_hybrid(FACTS, A, vec, "allergic peanuts", 3)[0]
+    assert top.record.id == "1"
+    assert set(top.parts) == {"dense", "lexical"}
+
+
+def test_insert_conflict_and_bad_vectors(store: VectorStore) -> None:
+    seed(store)
+    with pytest.raises(Conflict):
+        store.insert(FACTS, A, [rec("1", "duplicate")])
+    with pytest.raises(InvalidInput):
+        store.upsert(FACTS, A, [StoredRecord(id="x", text="no vector")])
+    with pytest.raises(InvalidInput):
+        store.upsert(FACTS, A, [StoredRecord(id="x", text="short", vector=[1.0, 0.0])])
+    assert store.get(FACTS, A, ["x"]) == []
+    assert store.get(FACTS, A, ["1"])[0].text == "I am allergic to peanuts"
+
+
+def test_delete_and_delete_scope(store: VectorStore) -> None:
+    seed(store)
+    assert store.delete(FACTS, A, ["1", "nope"]) == 1
+    assert store.get(FACTS, A, ["1"]) == []
+    assert store.get(FACTS, B, ["1"]) != []
+    store.delete_scope(FACTS, A)
+    assert store.count(FACTS, A) == 0
+    assert store.count(FACTS, B) == 1
+    assert store.count(FACTS, OTHER_TENANT_A) == 1
+
+
+def test_collections_are_separate(store: VectorStore) -> None:
+    seed(store)
+    assert store.count(Collection.EPISODES, A) == 0
+    assert store.query(Collection.KNOWLEDGE, Scope.shared("acme")) == []
+
+
+def test_milvus_rejects_reopen_with_other_dimension(tmp_path: Path) -> None:
+    first = MilvusVectorStore(str(tmp_path / "d.db"))
+    first.ensure_collections(64)
+    first.close()
+    again = MilvusVectorStore(str(tmp_path / "d.db"))
+    with pytest.raises(InvalidInput, match="re-embed"):
+        again.ensure_collections(32)
+    again.close()
+
+
+def test_milvus_reopen_keeps_unflushed_rows_and_serves_searches(tmp_path: Path) -> None:
+    scope = Scope(tenant="t", user="u")
+    first = MilvusVectorStore(str(tmp_path / "r.db"),
+                              flush_policy=FlushPolicy(max_unflushed_rows=10_000))
+    first.ensure_collections(EMB.dim)
+    first.insert(FACTS, scope, [rec("1", "I am allergic to peanuts")])
+    first.close()
+    again = MilvusVectorStore(str(tmp_path / "r.db"))
+    again.ensure_collections(EMB.dim)
+    assert [h.record.id for h in again.search_lexical(FACTS, scope, "peanuts", 3)] == ["1"]
+    again.close()
