@@ -11,6 +11,7 @@ import time
 import ray
 from ray import serve
 
+from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, start_store_owner
 from serve_app.app import AppArgs, build_app
 from strata.runtime import LocalServices
@@ -37,15 +38,19 @@ def start(settings: Settings) -> None:
     if settings.milvus_is_lite:
         owner = start_store_owner(settings, _dim(settings), namespace=NAMESPACE)
         ray.get(owner.call.remote("ping"))
+    # the shard pool is created here (and found by the ingress) so it exists before traffic
+    ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, NAMESPACE)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
     app = build_app(AppArgs(settings=settings.model_dump(mode="json"), namespace=NAMESPACE))
     serve.run(app, name="strata", route_prefix="/")
 
 
-def stop() -> None:
-    """Tear down the Serve app and the store owner (flushing it first)."""
+def stop(settings: Settings, shutdown_ray: bool = True) -> None:
+    """Tear down the Serve app, the shards (snapshotting them) and the store owner."""
     try:
         serve.shutdown()
+        ShardDirectory(settings.model_dump(mode="json"), settings.session_shards,
+                       NAMESPACE).shutdown()
     finally:
         try:
             owner = ray.get_actor(OWNER_NAME, namespace=NAMESPACE)
@@ -53,7 +58,8 @@ def stop() -> None:
             ray.kill(owner)
         except ValueError:
             pass
-        ray.shutdown()
+        if shutdown_ray:
+            ray.shutdown()
 
 
 def serve_forever(settings: Settings) -> None:
@@ -76,4 +82,4 @@ def serve_forever(settings: Settings) -> None:
                   flush=True)
             done.wait()
         finally:
-            stop()
+            stop(effective)

@@ -27,6 +27,7 @@ __all__ = [
     "Source",
     "StoredRecord",
     "Turn",
+    "check_id",
     "utcnow",
 ]
 
@@ -39,7 +40,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _check_id(kind: str, value: str) -> str:
+def check_id(kind: str, value: str) -> str:
     if not _ID_RE.match(value):
         raise ValueError(
             f"{kind} must be 1-128 characters of letters, digits and ._@+- "
@@ -62,19 +63,18 @@ class Scope(BaseModel):
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, value: str) -> str:
-        return _check_id("tenant", value)
+        return check_id("tenant", value)
 
     @field_validator("user")
     @classmethod
     def _user(cls, value: str) -> str:
-        if value == SHARED_USER:
-            return value
-        return _check_id("user_id", value)
+        return check_id("user_id", value)
 
     @classmethod
     def shared(cls, tenant: str) -> Scope:
-        """The tenant's shared scope (its knowledge base)."""
-        return cls(tenant=tenant, user=SHARED_USER)
+        """The tenant's shared scope (its knowledge base); no user id can name it."""
+        check_id("tenant", tenant)
+        return cls.model_construct(tenant=tenant, user=SHARED_USER)
 
     @property
     def key(self) -> str:

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     )
     redis_prefix: str = "strata:"
     embedder: Literal["minilm", "hash", "openai"] = "minilm"
+    summarizer: Literal["rules", "openai"] = "rules"
+    openai_chat_model: str = "gpt-4o-mini"
     hash_dim: int = Field(default=256, ge=16, le=4096)
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str = ""
@@ -61,6 +63,13 @@ class Settings(BaseSettings):
     # Working memory (the seeds: a window of 6–10 turns).
     window_turns: int = Field(default=8, ge=6, le=10)
     session_shards: int = Field(default=2, ge=1, le=256)
+    session_ttl_s: float = Field(default=600.0, gt=0, description="idle → snapshot + evict")
+    session_idle_extract_s: float = Field(default=1800.0, gt=0,
+                                          description="idle → intermediate extraction")
+    max_sessions_per_shard: int = Field(default=50_000, ge=1)
+    archive_retention_days: int = Field(default=14, ge=7, le=30)
+    snapshot_every_turns: int = Field(default=3, ge=1)
+    snapshot_every_tokens: int = Field(default=500, ge=1)
     max_turn_bytes: int = Field(default=32 * 1024, ge=256)
 
     @field_validator("milvus_uri")

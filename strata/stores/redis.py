@@ -130,6 +130,30 @@ class RedisStore:
         with _redis_errors("delete session"):
             self._r.delete(self._k(f"wal:{session_key}"), self._k(f"wm:{session_key}"))
 
+    def touch_session(self, shard: int, session_key: str, at: float) -> None:
+        """Record a session's last activity in its shard's index (for idle sweeps)."""
+        with _redis_errors("touch session"):
+            self._r.zadd(self._k(f"active:{shard}"), {session_key: at})
+
+    def idle_sessions(self, shard: int, before: float, limit: int = 1000) -> list[str]:
+        """Sessions of a shard last active before ``before`` (epoch seconds)."""
+        with _redis_errors("idle sessions"):
+            rows = self._r.zrangebyscore(self._k(f"active:{shard}"), "-inf", before,
+                                         start=0, num=limit)
+        return [r.decode() for r in rows]
+
+    def untrack_session(self, shard: int, session_key: str) -> None:
+        with _redis_errors("untrack session"):
+            self._r.zrem(self._k(f"active:{shard}"), session_key)
+
+    def archive_session(self, session_key: str, retention_s: int) -> None:
+        """Keep a closed session's WAL and snapshot for ``retention_s``, then Redis drops them."""
+        with _redis_errors("archive session"):
+            pipe = self._r.pipeline(transaction=True)
+            pipe.expire(self._k(f"wal:{session_key}"), retention_s)
+            pipe.expire(self._k(f"wm:{session_key}"), retention_s)
+            pipe.execute()
+
     # -- queues --------------------------------------------------------------------------
     def ensure_group(self, queue: str, group: str) -> None:
         with _redis_errors("create group"):

@@ -1,20 +1,38 @@
-"""The Serve application on local Ray: health, readiness, and readiness failing honestly."""
+"""The Serve application on local Ray: health, readiness, and the session endpoints over HTTP."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import httpx
 import pytest
 import ray
-from ray import serve
 
-from actors.store_owner import OWNER_NAME
+from actors.directory import shard_name
 from serve_app import main
 from serve_app.app import AppArgs, build_app
 from strata.settings import Settings
+from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
+
+AUTH = {"Authorization": "Bearer dev"}
+
+
+@dataclass
+class App:
+    base: str
+    settings: Settings
+    redis_server: EmbeddedRedis
+    redis: RedisStore
+
+    def post(self, path: str, body: dict[str, object], **kw: object) -> httpx.Response:
+        return httpx.post(f"{self.base}{path}", json=body, headers=kw.get("headers", AUTH),
+                          timeout=30)  # type: ignore[arg-type]
 
 
 def wait_status(url: str, want: int, timeout_s: float = 60) -> httpx.Response:
@@ -31,28 +49,144 @@ def wait_status(url: str, want: int, timeout_s: float = 60) -> httpx.Response:
         time.sleep(0.5)
 
 
-@pytest.mark.usefixtures("ray_session")
-def test_readyz_tracks_the_backends(tmp_path: Path) -> None:
-    redis_server = EmbeddedRedis(tmp_path / "redis").start()
+@pytest.fixture(scope="module")
+def app(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    tmp = tmp_path_factory.mktemp("app")
+    redis_server = EmbeddedRedis(tmp / "redis").start()
     port = free_port()
-    settings = Settings(data_dir=tmp_path, embedder="hash", hash_dim=64, http_port=port,
-                        redis_url=redis_server.url)
+    settings = Settings(data_dir=tmp, embedder="hash", hash_dim=64, http_port=port,
+                        redis_url=redis_server.url, session_shards=2, max_turn_bytes=2000)
+    main.start(settings)
+    base = f"http://127.0.0.1:{port}"
+    wait_status(f"{base}/readyz", 200)
+    handle = App(base, settings, redis_server, RedisStore(redis_server.url,
+                                                          settings.redis_prefix))
     try:
-        main.start(settings)
-        base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/healthz", timeout=10).json() == {"status": "ok"}
-        ready = wait_status(f"{base}/readyz", 200).json()
-        assert ready == {"ready": True,
-                         "checks": {"milvus": "ok", "redis": "ok", "embedder": "ok"}}
-
-        redis_server.stop()
-        down = wait_status(f"{base}/readyz", 503).json()
-        assert down["ready"] is False
-        assert down["checks"]["redis"] != "ok" and down["checks"]["milvus"] == "ok"
+        yield handle
     finally:
-        serve.shutdown()
-        ray.kill(ray.get_actor(OWNER_NAME, namespace=main.NAMESPACE), no_restart=True)
-        redis_server.stop()
+        main.stop(settings, shutdown_ray=False)
+        handle.redis.close()
+        handle.redis_server.stop()  # the test that crashes Redis leaves its successor here
+
+
+def test_health_and_ready(app: App) -> None:
+    assert httpx.get(f"{app.base}/healthz", timeout=10).json() == {"status": "ok"}
+    assert httpx.get(f"{app.base}/readyz", timeout=30).json() == {
+        "ready": True, "checks": {"milvus": "ok", "redis": "ok", "embedder": "ok"}}
+
+
+def test_turns_working_memory_task_state_close(app: App) -> None:
+    for i in range(12):
+        resp = app.post("/v1/sessions/trip/turns",
+                        {"user_id": "alice", "role": "user", "content": f"step {i} costs {i}0 EUR"})
+        assert resp.status_code == 200, resp.text
+    assert resp.json()["turn_id"] == "trip:12"
+    patched = httpx.patch(f"{app.base}/v1/sessions/trip/task-state", headers=AUTH, timeout=30,
+                          json={"user_id": "alice", "patch": {"goal": "book"}})
+    assert patched.json()["task_state"]["goal"] == "book"
+    wm = httpx.get(f"{app.base}/v1/sessions/trip/working-memory",
+                   params={"user_id": "alice"}, headers=AUTH, timeout=30).json()
+    assert wm["turn_count"] == 12 and len(wm["window"]) == 8 and "step 3" in wm["summary"]
+    assert wm["task_state"]["goal"] == "book"
+    closed = app.post("/v1/sessions/trip/close", {"user_id": "alice"}).json()
+    assert closed["closed"] and closed["extraction_job"]
+    assert any(p["session_id"] == "trip" for _, p in app.redis.scan_queue(QUEUE_LOW))
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"user_id": "alice", "role": "robot", "content": "x"}, 422),
+        ({"user_id": "alice", "role": "user", "content": ""}, 422),
+        ({"user_id": "alice", "role": "user", "content": "x" * 2001}, 422),
+        ({"user_id": "alice", "role": "user"}, 422),
+        ({"user_id": "bad user!", "role": "user", "content": "x"}, 422),
+        ({"user_id": "alice", "role": "user", "content": "x", "surprise": 1}, 422),
+    ],
+)
+def test_bad_turns_get_4xx_and_write_nothing(app: App, body: dict[str, object],
+                                             status: int) -> None:
+    resp = app.post("/v1/sessions/badinput/turns", body)
+    assert resp.status_code == status
+    assert set(resp.json()) == {"error", "detail"}
+    assert app.redis.wal_read("default:alice:badinput") == []
+
+
+def test_auth_and_unknown_session(app: App) -> None:
+    body = {"user_id": "alice", "role": "user", "content": "hi"}
+    assert app.post("/v1/sessions/s/turns", body, headers={}).status_code == 401
+    bad = app.post("/v1/sessions/s/turns", body, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 401 and bad.json()["error"] == "unauthorized"
+    missing = httpx.get(f"{app.base}/v1/sessions/nope/working-memory",
+                        params={"user_id": "alice"}, headers=AUTH, timeout=30)
+    assert missing.status_code == 404
+
+
+def test_killed_shard_loses_no_acknowledged_turn(app: App) -> None:
+    """SIGKILL the shard process mid-session while a client keeps writing."""
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            turn_id = f"c{n}"
+            while True:  # retry with the same turn_id until acknowledged
+                try:
+                    resp = app.post("/v1/sessions/crash/turns", {
+                        "user_id": "carol", "role": "user", "content": f"fact number {n}",
+                        "turn_id": turn_id})
+                    if resp.status_code == 200:
+                        acked.append(turn_id)
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while len(acked) < 20:
+            time.sleep(0.05)
+        handles = [ray.get_actor(shard_name(i), namespace=main.NAMESPACE) for i in range(2)]
+        pids = [ray.get(h.pid.remote()) for h in handles]
+        # kill every shard: whichever owns carol dies mid-session
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        killed_at = len(acked)
+        deadline = time.monotonic() + 90
+        while len(acked) < killed_at + 20:
+            assert time.monotonic() < deadline, "writes never resumed after the restart"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    wm = httpx.get(f"{app.base}/v1/sessions/crash/working-memory",
+                   params={"user_id": "carol"}, headers=AUTH, timeout=30).json()
+    assert wm["turn_count"] == len(acked) == len(set(acked))
+    in_wal = [r["turn"]["turn_id"] for _, r in app.redis.wal_read("default:carol:crash")
+              if r["op"] == "turn"]
+    assert in_wal == acked
+    assert [t["turn_id"] for t in wm["window"]] == acked[-8:]
+
+
+def test_readyz_reports_a_dead_redis_and_recovers(app: App) -> None:
+    acked = app.post("/v1/sessions/r/turns",
+                     {"user_id": "dave", "role": "user", "content": "before the crash"})
+    assert acked.status_code == 200
+    app.redis_server.kill()
+    down = wait_status(f"{app.base}/readyz", 503).json()
+    assert down["checks"]["redis"] != "ok" and down["checks"]["milvus"] == "ok"
+    failed = app.post("/v1/sessions/r/turns",
+                      {"user_id": "dave", "role": "user", "content": "during"})
+    assert failed.status_code == 503 and failed.json()["error"] == "redis_unavailable"
+    app.redis_server = EmbeddedRedis(app.redis_server.data_dir,
+                                     port=app.redis_server.port).start()
+    wait_status(f"{app.base}/readyz", 200)
+    turns = [r["turn"]["content"] for _, r in app.redis.wal_read("default:dave:r")
+             if r["op"] == "turn"]
+    assert turns == ["before the crash"]
 
 
 def test_build_app_validates_args() -> None:

@@ -1,0 +1,47 @@
+"""API keys → (tenant, role). The scope every store call uses is fixed from this, nowhere else."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from strata.errors import Forbidden, InvalidInput, Unauthorized
+from strata.models import Scope
+from strata.settings import ApiKey
+
+__all__ = ["DEV_KEY", "Principal", "authenticate", "scope_for"]
+
+DEV_KEY = "dev"
+
+
+class Principal(BaseModel):
+    """Who is calling: the key's tenant and role."""
+
+    tenant: str
+    role: Literal["admin", "agent"]
+
+    def require_admin(self) -> None:
+        if self.role != "admin":
+            raise Forbidden("this needs an admin key")
+
+
+def authenticate(authorization: str | None, keys: dict[str, ApiKey]) -> Principal:
+    """Resolve ``Authorization: Bearer <key>``; with no keys configured only ``dev`` works."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise Unauthorized("send Authorization: Bearer <api key>")
+    presented = authorization[7:].strip()
+    table = keys or {DEV_KEY: ApiKey(tenant="default", role="admin")}
+    for key, entry in table.items():
+        if hmac.compare_digest(key.encode(), presented.encode()):
+            return Principal(tenant=entry.tenant, role=entry.role)
+    raise Unauthorized("unknown API key")
+
+
+def scope_for(principal: Principal, user_id: str) -> Scope:
+    """The (tenant, user) scope of a request; the tenant always comes from the key."""
+    try:
+        return Scope(tenant=principal.tenant, user=user_id)
+    except ValidationError as exc:
+        raise InvalidInput(exc.errors()[0]["msg"]) from None

@@ -1,0 +1,362 @@
+"""Session shards: many sessions' working memory in one process, durable through Redis.
+
+A fixed pool of shards; ``ShardRing`` maps ``(tenant, user)`` to a shard by consistent
+hashing, so all sessions of a user live on one shard (its single writer). Each turn is
+appended to the session's Redis WAL before it is acknowledged; snapshots are written in
+the background every few turns; a restarted shard rebuilds a session from its snapshot plus
+the WAL entries after it. The WAL doubles as the session transcript that extraction reads.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from strata.errors import Conflict, InvalidInput, NotFound
+from strata.layers.summarize import Summarizer
+from strata.layers.working import SessionState, WorkingMemory, WorkingMemoryConfig, is_pinned
+from strata.models import Role, Scope, Turn, check_id, utcnow
+from strata.settings import Settings
+from strata.stores.redis import QUEUE_LOW, RedisStore
+from strata.tokens import count_tokens
+
+__all__ = ["CloseAck", "SessionShardService", "ShardRing", "SweepReport", "TurnAck",
+           "WorkingMemoryView", "session_key"]
+
+logger = logging.getLogger(__name__)
+
+
+def session_key(scope: Scope, session_id: str) -> str:
+    return f"{scope.key}:{session_id}"
+
+
+class ShardRing:
+    """Consistent hashing of users onto shards (virtual nodes smooth the spread)."""
+
+    def __init__(self, shards: int, vnodes: int = 64) -> None:
+        if shards < 1:
+            raise InvalidInput("a shard ring needs at least one shard")
+        self.shards = shards
+        points = sorted((self._hash(f"shard-{s}#{v}"), s) for s in range(shards)
+                        for v in range(vnodes))
+        self._keys = [p for p, _ in points]
+        self._owners = [s for _, s in points]
+
+    @staticmethod
+    def _hash(value: str) -> int:
+        return int.from_bytes(hashlib.blake2b(value.encode(), digest_size=8).digest(), "big")
+
+    def shard_for(self, scope: Scope) -> int:
+        index = bisect.bisect(self._keys, self._hash(scope.key)) % len(self._keys)
+        return self._owners[index]
+
+
+class TurnAck(BaseModel):
+    turn_id: str
+    session_id: str
+    turn_count: int
+    pinned: bool
+    window_size: int
+    duplicate: bool = False
+
+
+class CloseAck(BaseModel):
+    session_id: str
+    closed: bool = True
+    already_closed: bool = False
+    extraction_job: str | None = None
+
+
+class WorkingMemoryView(BaseModel):
+    session_id: str
+    user_id: str
+    window: list[Turn]
+    summary: str
+    pinned: list[Turn]
+    task_state: dict[str, Any]
+    turn_count: int
+    tokens: int
+    closed: bool
+    last_active_at: datetime
+
+
+class SweepReport(BaseModel):
+    idle_extractions: int = 0
+    evicted: int = 0
+    in_memory: int = 0
+
+
+class _Entry:
+    """A live session with its snapshot counters."""
+
+    def __init__(self, memory: WorkingMemory) -> None:
+        self.memory = memory
+        self.turns_since_snapshot = 0
+        self.tokens_since_snapshot = 0
+
+
+class SessionShardService:
+    """One shard's sessions (plain class; ``actors.session_shard`` wraps it for Ray)."""
+
+    def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
+                 summarizer: Summarizer, config: WorkingMemoryConfig | None = None) -> None:
+        self.shard_id = shard_id
+        self._settings = settings
+        self._redis = redis
+        self._summarizer = summarizer
+        self._config = config or WorkingMemoryConfig(window_turns=settings.window_turns)
+        self._sessions: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.RLock()
+        self._snapshots = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
+
+    # -- loading -------------------------------------------------------------------------
+    def _memory(self, state: SessionState) -> WorkingMemory:
+        return WorkingMemory(state, self._config, self._summarizer)
+
+    def _restore(self, scope: Scope, session_id: str) -> WorkingMemory | None:
+        """Snapshot + the WAL after it; None if the session never existed (or expired)."""
+        key = session_key(scope, session_id)
+        snap = self._redis.snapshot_get(key)
+        if snap is not None:
+            state = SessionState.model_validate(snap[0])
+            memory = self._memory(state)
+        else:
+            memory = None
+        for wal_id, record in self._redis.wal_read(key, after_id=snap[1] if snap else "0"):
+            if memory is None:
+                memory = self._memory(SessionState(tenant=scope.tenant, user_id=scope.user,
+                                                   session_id=session_id))
+            self._apply(memory, record)
+            memory.state.wal_id = wal_id
+        return memory
+
+    @staticmethod
+    def _apply(memory: WorkingMemory, record: dict[str, Any]) -> None:
+        op = record.get("op")
+        at = datetime.fromisoformat(record["at"]) if "at" in record else None
+        if op == "turn":
+            memory.append(Turn.model_validate(record["turn"]), received_at=at)
+        elif op == "task":
+            memory.state.task_state = record["task_state"]
+            memory.state.last_active_at = at or memory.state.last_active_at
+        elif op == "close":
+            memory.state.closed = True
+        elif op == "extracted":
+            memory.state.extracted_upto = record["upto"]
+
+    def _get(self, scope: Scope, session_id: str, create: bool) -> _Entry:
+        key = session_key(scope, session_id)
+        entry = self._sessions.get(key)
+        if entry is not None:
+            self._sessions.move_to_end(key)
+            return entry
+        memory = self._restore(scope, session_id)
+        if memory is None:
+            if not create:
+                raise NotFound(f"no session {session_id!r} for user {scope.user!r}")
+            memory = self._memory(SessionState(tenant=scope.tenant, user_id=scope.user,
+                                               session_id=session_id))
+        entry = _Entry(memory)
+        self._sessions[key] = entry
+        self._evict_over_capacity()
+        return entry
+
+    # -- writes --------------------------------------------------------------------------
+    def append_turn(self, scope: Scope, session_id: str, role: str, content: str,
+                    created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
+                    turn_id: str | None = None) -> TurnAck:
+        """Append a turn: WAL first, then the window; returns once Redis has the turn."""
+        parsed_role = self._validate_turn(session_id, role, content, turn_id)
+        with self._lock:
+            entry = self._get(scope, session_id, create=True)
+            state = entry.memory.state
+            if turn_id is not None and entry.memory.has_turn(turn_id):
+                return self._ack(state, turn_id, duplicate=True)
+            if state.closed:
+                raise Conflict(f"session {session_id!r} is closed; start a new session")
+            turn = Turn(turn_id=turn_id or f"{session_id}:{state.turn_count + 1}",
+                        session_id=session_id, user_id=scope.user, role=parsed_role,
+                        content=content, created_at=created_at or utcnow(),
+                        metadata=metadata or {}, pinned=is_pinned(parsed_role, content))
+            key = session_key(scope, session_id)
+            now = utcnow()
+            wal_id = self._redis.wal_append(key, {"op": "turn", "at": now.isoformat(),
+                                                  "turn": turn.model_dump(mode="json")})
+            entry.memory.append(turn, received_at=now)
+            state.wal_id = wal_id
+            self._redis.touch_session(self.shard_id, key, time.time())
+            entry.turns_since_snapshot += 1
+            entry.tokens_since_snapshot += count_tokens(content)
+            if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
+                    or entry.tokens_since_snapshot >= self._settings.snapshot_every_tokens):
+                self._snapshot_async(key, entry)
+            return self._ack(state, turn.turn_id)
+
+    def _validate_turn(self, session_id: str, role: str, content: str,
+                       turn_id: str | None) -> Role:
+        _validate_session_id(session_id)
+        try:
+            parsed = Role(role)
+        except ValueError:
+            raise InvalidInput(f"role must be one of {[r.value for r in Role]}; "
+                               f"got {role!r}") from None
+        if not content.strip():
+            raise InvalidInput("content is empty")
+        size = len(content.encode("utf-8"))
+        if size > self._settings.max_turn_bytes:
+            raise InvalidInput(f"content is {size} bytes; the limit is "
+                               f"{self._settings.max_turn_bytes} (STRATA_MAX_TURN_BYTES)")
+        if turn_id is not None and not (0 < len(turn_id) <= 200):
+            raise InvalidInput("turn_id must be 1-200 characters")
+        return parsed
+
+    @staticmethod
+    def _ack(state: SessionState, turn_id: str, duplicate: bool = False) -> TurnAck:
+        return TurnAck(turn_id=turn_id, session_id=state.session_id,
+                       turn_count=state.turn_count, window_size=len(state.window),
+                       pinned=any(t.turn_id == turn_id for t in state.pinned),
+                       duplicate=duplicate)
+
+    def patch_task_state(self, scope: Scope, session_id: str,
+                         patch: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(patch, dict):
+            raise InvalidInput("patch must be a JSON object (RFC 7396 merge patch)")
+        with self._lock:
+            entry = self._get(scope, session_id, create=False)
+            state = entry.memory.state
+            if state.closed:
+                raise Conflict(f"session {session_id!r} is closed")
+            before = state.task_state
+            now = utcnow()
+            merged = entry.memory.patch_task_state(patch, received_at=now)
+            key = session_key(scope, session_id)
+            try:
+                state.wal_id = self._redis.wal_append(
+                    key, {"op": "task", "at": now.isoformat(), "task_state": merged})
+            except Exception:
+                state.task_state = before  # not durable, so not applied
+                raise
+            self._snapshot_async(key, entry)
+            return merged
+
+    def close(self, scope: Scope, session_id: str) -> CloseAck:
+        """Close: hand the session to extraction, archive it, free the memory."""
+        _validate_session_id(session_id)
+        with self._lock:
+            entry = self._get(scope, session_id, create=False)
+            state = entry.memory.state
+            key = session_key(scope, session_id)
+            if state.closed:
+                return CloseAck(session_id=session_id, already_closed=True)
+            state.wal_id = self._redis.wal_append(key, {"op": "close"})
+            state.closed = True
+            job = self._enqueue_extraction(scope, state, "close")
+            self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+            self._redis.archive_session(key, self._settings.archive_retention_days * 86400)
+            self._redis.untrack_session(self.shard_id, key)
+            self._sessions.pop(key, None)
+            return CloseAck(session_id=session_id, extraction_job=job)
+
+    def _enqueue_extraction(self, scope: Scope, state: SessionState, reason: str) -> str | None:
+        """Queue the WAL range not yet extracted; the payload names turns, it holds no text."""
+        if state.extracted_upto == state.wal_id:
+            return None
+        job = self._redis.enqueue(QUEUE_LOW, {
+            "type": "extract_session", "reason": reason, "tenant": scope.tenant,
+            "user_id": scope.user, "session_id": state.session_id,
+            "wal_from": state.extracted_upto, "wal_to": state.wal_id})
+        state.extracted_upto = state.wal_id
+        return job
+
+    # -- reads ---------------------------------------------------------------------------
+    def view(self, scope: Scope, session_id: str) -> WorkingMemoryView:
+        _validate_session_id(session_id)
+        with self._lock:
+            memory = self._get(scope, session_id, create=False).memory
+            state = memory.state
+            return WorkingMemoryView(
+                session_id=session_id, user_id=scope.user, window=list(state.window),
+                summary=state.summary, pinned=list(state.pinned),
+                task_state=dict(state.task_state), turn_count=state.turn_count,
+                tokens=memory.tokens(), closed=state.closed,
+                last_active_at=state.last_active_at)
+
+    # -- background ----------------------------------------------------------------------
+    def _snapshot_async(self, key: str, entry: _Entry) -> None:
+        state = entry.memory.state
+        data, wal_id = state.model_dump(mode="json"), state.wal_id
+        entry.turns_since_snapshot = entry.tokens_since_snapshot = 0
+        self._snapshots.submit(self._write_snapshot, key, data, wal_id)
+
+    def _write_snapshot(self, key: str, data: dict[str, Any], wal_id: str) -> None:
+        try:
+            self._redis.snapshot_put(key, data, wal_id)
+        except Exception:  # the WAL still holds every turn; the next snapshot catches up
+            logger.exception("snapshot of %s failed", key)
+
+    def flush_snapshots(self) -> None:
+        """Wait for queued snapshots (tests, shutdown)."""
+        self._snapshots.submit(lambda: None).result()
+
+    def _evict(self, key: str) -> None:
+        entry = self._sessions.pop(key)
+        state = entry.memory.state
+        self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+
+    def _evict_over_capacity(self) -> None:
+        while len(self._sessions) > self._settings.max_sessions_per_shard:
+            self._evict(next(iter(self._sessions)))
+
+    def sweep(self, now: float | None = None) -> SweepReport:
+        """Idle sessions: intermediate extraction past the idle limit; evict past the TTL."""
+        now = time.time() if now is None else now
+        report = SweepReport()
+        with self._lock:
+            for key in self._redis.idle_sessions(
+                    self.shard_id, now - self._settings.session_idle_extract_s):
+                tenant, user, session_id = key.split(":", 2)
+                scope = Scope(tenant=tenant, user=user)
+                memory = (self._sessions[key].memory if key in self._sessions
+                          else self._restore(scope, session_id))
+                if memory is None or memory.state.closed:
+                    self._redis.untrack_session(self.shard_id, key)
+                    continue
+                if self._enqueue_extraction(scope, memory.state, "idle"):
+                    memory.state.wal_id = self._redis.wal_append(
+                        key, {"op": "extracted", "upto": memory.state.extracted_upto})
+                    report.idle_extractions += 1
+                self._redis.untrack_session(self.shard_id, key)
+            for key in [k for k, e in self._sessions.items()
+                        if now - e.memory.state.last_active_at.timestamp()
+                        > self._settings.session_ttl_s]:
+                self._evict(key)
+                report.evicted += 1
+            report.in_memory = len(self._sessions)
+        return report
+
+    def stats(self) -> dict[str, int]:
+        return {"shard": self.shard_id, "sessions_in_memory": len(self._sessions)}
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for key in list(self._sessions):
+                self._evict(key)
+        self._snapshots.shutdown(wait=True)
+
+
+def _validate_session_id(session_id: str) -> None:
+    try:
+        check_id("session_id", session_id)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+

@@ -1,0 +1,148 @@
+"""Summarizers fold turns that leave the working-memory window into a rolling summary.
+
+The rule-based default is extractive: it keeps the sentences that carry numbers, money,
+dates, proper nouns and stated preferences (the details the seeds warn LLM summaries lose),
+and drops small talk. The LLM summarizer is incremental (previous summary + evicted turns)
+and falls back to the rules when the call fails or returns junk.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+import httpx
+
+from strata.models import Turn
+from strata.settings import Settings
+from strata.tokens import count_tokens
+
+__all__ = [
+    "LLMSummarizer",
+    "RuleSummarizer",
+    "Summarizer",
+    "make_summarizer",
+    "salient_score",
+    "split_sentences",
+]
+
+logger = logging.getLogger(__name__)
+
+_NUMBER = re.compile(r"\d")
+_MONEY = re.compile(r"[$€£¥]|\b(usd|rmb|dollars?|euros?|yuan)\b|元|块钱|万", re.I)
+_DATE = re.compile(
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|today|tomorrow|yesterday|next week|last week)\b|"
+    r"[年月日号]|周[一二三四五六日天]|星期|明天|昨天|下周|上周", re.I)
+_PREFERENCE = re.compile(
+    r"\b(i (really )?(like|love|prefer|hate|dislike|want|need|can't|cannot|don't)|my favou?rite|"
+    r"allergic|i am|i'm|i live|i work|call me|my name)\b|喜欢|不喜欢|讨厌|偏好|爱吃|不吃|过敏|"
+    r"我是|我叫|我住|我在|希望|不要|必须|一定", re.I)
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of mixed Chinese/English text (punctuation kept)."""
+    parts = re.split(r"(?<=[。！？!?；;\n])|(?<=[.])\s+", text)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def salient_score(sentence: str) -> float:
+    """How much a sentence carries that a summary must keep (0 = small talk)."""
+    score = 0.0
+    if _NUMBER.search(sentence):
+        score += 2.0
+    if _MONEY.search(sentence):
+        score += 1.5
+    if _DATE.search(sentence):
+        score += 1.0
+    if _PREFERENCE.search(sentence):
+        score += 1.5
+    if _PROPER.search(sentence):
+        score += 1.0
+    return score
+
+
+class Summarizer(Protocol):
+    """Folds evicted turns into the previous summary within a token budget."""
+
+    def summarize(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str: ...
+
+
+class RuleSummarizer:
+    """Extractive, deterministic, offline: keeps salient sentences, newest first on overflow."""
+
+    def summarize(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
+        lines = [ln for ln in previous.split("\n") if ln.strip()]
+        for turn in evicted:
+            kept = [s for s in split_sentences(turn.content) if salient_score(s) > 0]
+            if kept:
+                lines.append(f"{turn.role.value}: {' '.join(kept)}")
+        return self._fit(lines, budget_tokens)
+
+    @staticmethod
+    def _fit(lines: list[str], budget_tokens: int) -> str:
+        """Drop the least salient (then oldest) lines until the summary fits the budget."""
+        while lines and count_tokens("\n".join(lines)) > budget_tokens:
+            scores = [salient_score(ln) for ln in lines]
+            worst = min(range(len(lines)), key=lambda i: (scores[i], i))
+            lines.pop(worst)
+        return "\n".join(lines)
+
+
+class LLMSummarizer:
+    """An OpenAI-compatible chat model writes the summary; the rules are the fallback."""
+
+    PROMPT_VERSION = "wm-summary-v1"
+
+    def __init__(self, base_url: str, api_key: str, model: str, timeout_s: float = 20.0,
+                 fallback: Summarizer | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                  timeout=timeout_s, transport=transport)
+        self._model = model
+        self._fallback = fallback or RuleSummarizer()
+
+    def _prompt(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
+        turns = "\n".join(f"{t.role.value}: {t.content}" for t in evicted)
+        return (
+            "Update the running summary of a conversation. Keep every number, amount of "
+            "money, date, name, place and stated preference or constraint exactly; drop "
+            f"greetings and small talk. At most {budget_tokens} tokens. Reply with the summary "
+            f"only.\n\nPrevious summary:\n{previous or '(none)'}\n\nNew turns:\n{turns}"
+        )
+
+    def summarize(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
+        try:
+            resp = self._http.post("/chat/completions", json={
+                "model": self._model, "temperature": 0,
+                "messages": [{"role": "user",
+                              "content": self._prompt(previous, evicted, budget_tokens)}]})
+            resp.raise_for_status()
+            text = str(resp.json()["choices"][0]["message"]["content"]).strip()
+        except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
+            logger.warning("LLM summary failed (%s); using rules", exc)
+            return self._fallback.summarize(previous, evicted, budget_tokens)
+        if self._is_junk(text, evicted, budget_tokens):
+            logger.warning("LLM summary rejected as junk; using rules")
+            return self._fallback.summarize(previous, evicted, budget_tokens)
+        return text
+
+    @staticmethod
+    def _is_junk(text: str, evicted: Sequence[Turn], budget_tokens: int) -> bool:
+        """Empty, far over budget, or lost the numbers the turns stated."""
+        if not text or count_tokens(text) > budget_tokens * 1.5:
+            return True
+        numbers = set(re.findall(r"\d+(?:\.\d+)?", " ".join(t.content for t in evicted)))
+        return bool(numbers) and not any(n in text for n in numbers)
+
+
+def make_summarizer(settings: Settings) -> Summarizer:
+    """The summarizer ``settings.summarizer`` names (rules by default)."""
+    if settings.summarizer == "openai":
+        return LLMSummarizer(settings.openai_base_url, settings.openai_api_key,
+                             settings.openai_chat_model)
+    return RuleSummarizer()
