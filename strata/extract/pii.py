@@ -1,0 +1,94 @@
+"""Sensitive-data detection and redaction, applied before anything enters long-term memory
+and again at recall.
+
+Detected: mainland China resident ID numbers (checksum verified), bank cards (Luhn
+verified), phone numbers, passwords and PINs stated in text, API keys and tokens, and exact
+street addresses (English and Chinese).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+__all__ = ["PiiFinding", "find_pii", "luhn_ok", "redact", "resident_id_ok"]
+
+_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_ID_CHECK = "10X98765432"
+
+
+def resident_id_ok(number: str) -> bool:
+    """GB 11643 checksum of an 18-character resident ID number."""
+    if not re.fullmatch(r"\d{17}[\dXx]", number):
+        return False
+    total = sum(int(d) * w for d, w in zip(number[:17], _ID_WEIGHTS, strict=True))
+    return _ID_CHECK[total % 11] == number[17].upper()
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn checksum that bank card numbers carry."""
+    nums = [int(d) for d in digits if d.isdigit()]
+    if not 13 <= len(nums) <= 19:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(nums)):
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+class PiiFinding(BaseModel):
+    kind: str
+    start: int
+    end: int
+
+
+_Check = Callable[[str], bool]
+_PATTERNS: list[tuple[str, re.Pattern[str], _Check | None]] = [
+    ("resident_id", re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])"), resident_id_ok),
+    ("bank_card", re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"), luhn_ok),
+    ("api_key", re.compile(
+        r"\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|"
+        r"xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|eyJ[A-Za-z0-9_-]{10,}\."
+        r"[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"), None),
+    ("secret", re.compile(
+        r"(?i)(?:password|passwd|passcode|pin|api[ _-]?key|secret|token)\s*(?:is|was|:|=|：)\s*"
+        r"\S+|(?:密码|口令|支付密码|验证码|秘钥|密钥)\s*(?:是|为|:|：)?\s*\S+"), None),
+    ("phone", re.compile(
+        r"(?<!\d)(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}(?!\d)|"
+        r"(?<![\d\w])\+?1?[ -.]?\(?\d{3}\)?[ -.]\d{3}[ -.]\d{4}(?!\d)"), None),
+    ("address", re.compile(
+        r"(?i)\b\d{1,6}\s+(?:[A-Z][a-z]+\s){1,3}(?:street|st|avenue|ave|road|rd|boulevard|blvd|"
+        r"lane|ln|drive|dr|court|ct|way)\b\.?(?:,?\s*(?:apt|apartment|unit|suite)\s*\w+)?|"
+        r"[\u4e00-\u9fff]{2,12}(?:路|街|大道|巷|弄)\d{1,5}号(?:[\d\u4e00-\u9fff-]{0,12}(?:室|楼|单元))?"),
+     None),
+]
+
+
+def find_pii(text: str) -> list[PiiFinding]:
+    """Every sensitive span, checksums verified where the format has one."""
+    found: list[PiiFinding] = []
+    for kind, pattern, check in _PATTERNS:
+        for match in pattern.finditer(text):
+            if check is not None and not check(re.sub(r"[ -]", "", match.group(0))):
+                continue
+            if any(f.start < match.end() and match.start() < f.end for f in found):
+                continue
+            found.append(PiiFinding(kind=kind, start=match.start(), end=match.end()))
+    return sorted(found, key=lambda f: f.start)
+
+
+def redact(text: str) -> str:
+    """The text with each sensitive span replaced by ``[REDACTED:<kind>]``."""
+    out, last = [], 0
+    for finding in find_pii(text):
+        out.append(text[last:finding.start])
+        out.append(f"[REDACTED:{finding.kind}]")
+        last = finding.end
+    out.append(text[last:])
+    return "".join(out)

@@ -1,0 +1,120 @@
+"""Semantic facts: ``key = value`` per user, with versions, kept current by the ConflictResolver."""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel
+
+from strata.conflict import Action, ConflictResolver, Decision
+from strata.errors import InvalidInput, NotFound
+from strata.extract.base import Candidate
+from strata.layers.records import from_record, memory_id, to_record
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    utcnow,
+)
+from strata.stores.ports import Embedder, VectorStore
+
+__all__ = ["FactStore", "FactWrite"]
+
+logger = logging.getLogger(__name__)
+_STATUS_OF = {Action.INSERT: MemoryStatus.ACTIVE, Action.SUPERSEDE: MemoryStatus.ACTIVE,
+              Action.KEEP_BOTH: MemoryStatus.ACTIVE, Action.PENDING: MemoryStatus.PENDING,
+              Action.OBSERVE: MemoryStatus.OBSERVATION}
+MAX_VERSIONS = 1000
+
+
+class FactWrite(BaseModel):
+    """What writing one candidate did."""
+
+    decision: Decision
+    item: MemoryItem
+
+
+class FactStore:
+    """Facts of one collection; every call is confined to one scope."""
+
+    def __init__(self, vectors: VectorStore, embedder: Embedder,
+                 resolver: ConflictResolver | None = None) -> None:
+        self._vectors = vectors
+        self._embedder = embedder
+        self._resolver = resolver or ConflictResolver()
+
+    def _save(self, scope: Scope, items: list[MemoryItem]) -> None:
+        vectors = self._embedder.encode([i.text for i in items])
+        self._vectors.upsert(Collection.FACTS, scope, [
+            to_record(i, v.tolist(), self._embedder.model_id)
+            for i, v in zip(items, vectors, strict=True)])
+
+    def versions(self, scope: Scope, key: str) -> list[MemoryItem]:
+        """Every stored version of ``key`` (all statuses), oldest first."""
+        rows = self._vectors.query(Collection.FACTS, scope,
+                                   RecordFilter(payload_equals={"key": key}), MAX_VERSIONS)
+        return sorted((from_record(r) for r in rows), key=lambda i: i.created_at)
+
+    def get(self, scope: Scope, item_id: str) -> MemoryItem:
+        rows = self._vectors.get(Collection.FACTS, scope, [item_id])
+        if not rows:
+            raise NotFound(f"no memory {item_id!r}")
+        return from_record(rows[0])
+
+    def apply(self, scope: Scope, candidate: Candidate) -> FactWrite:
+        """Write one candidate fact as the resolver decides."""
+        if candidate.kind is not MemoryKind.FACT or not candidate.key:
+            raise InvalidInput("a fact needs kind=fact and a key")
+        new_id = memory_id(scope, candidate.provenance.session_id, "fact",
+                           f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}")
+        existing = self._vectors.get(Collection.FACTS, scope, [new_id])
+        if existing:
+            return FactWrite(decision=Decision(action=Action.DUPLICATE, affected=[new_id],
+                                               reason="this statement was already applied"),
+                             item=from_record(existing[0]))
+        decision = self._resolver.decide(candidate, self.versions(scope, candidate.key))
+        now = utcnow()
+        if decision.action in (Action.REINFORCE, Action.PROMOTE):
+            item = self.get(scope, decision.affected[0])
+            item.metadata["mentions"] = int(item.metadata.get("mentions", 1)) + 1
+            item.confidence = max(item.confidence, candidate.confidence)
+            item.updated_at = now
+            if decision.action is Action.PROMOTE:
+                item.status = MemoryStatus.ACTIVE
+                item.confidence = max(item.confidence, self._resolver.override_min_confidence)
+            self._save(scope, [item])
+            return FactWrite(decision=decision, item=item)
+        item = MemoryItem(
+            id=new_id, kind=MemoryKind.FACT, text=candidate.text, key=candidate.key,
+            value=candidate.value, confidence=candidate.confidence, source=candidate.source,
+            status=_STATUS_OF[decision.action], scope_tags=sorted(candidate.scope_tags),
+            provenance=candidate.provenance, created_at=now, updated_at=now,
+            event_time=candidate.event_time, metadata={"mentions": 1})
+        changed = [item]
+        if decision.action is Action.SUPERSEDE:
+            for old_id in decision.affected:
+                old = self.get(scope, old_id)
+                old.status, old.valid_to, old.superseded_by = MemoryStatus.SUPERSEDED, now, new_id
+                old.updated_at = now
+                changed.append(old)
+        self._save(scope, changed)
+        return FactWrite(decision=decision, item=item)
+
+    def current(self, scope: Scope, key: str, scope_tags: list[str] | None = None
+                ) -> MemoryItem | None:
+        """The value a question about ``key`` should get: the newest active version."""
+        tags = sorted(scope_tags or [])
+        active = [v for v in self.versions(scope, key)
+                  if v.status is MemoryStatus.ACTIVE and sorted(v.scope_tags) == tags]
+        return active[-1] if active else None
+
+    def history(self, scope: Scope, item_id: str) -> list[MemoryItem]:
+        """Every version of the fact ``item_id`` belongs to (same key and tags), oldest first."""
+        item = self.get(scope, item_id)
+        if not item.key:
+            return [item]
+        return [v for v in self.versions(scope, item.key)
+                if sorted(v.scope_tags) == sorted(item.scope_tags)]
