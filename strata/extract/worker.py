@@ -1,0 +1,118 @@
+"""From the long-term write queue to the stores: extraction, filters, single-writer apply.
+
+At-least-once delivery: a job is acknowledged only after its writes; a redelivered job
+writes nothing new because every memory id is a hash of (user, session, content). A worker
+that dies mid-job leaves its entries pending; another worker claims them after
+``claim_idle_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from strata.extract.base import Candidate, Extractor, Intent
+from strata.extract.filters import WriteFilter
+from strata.layers.episodic import EpisodeStore
+from strata.layers.semantic import FactStore
+from strata.models import MemoryKind, Scope, Turn
+from strata.stores.redis import QUEUE_LOW, QueueMessage, RedisStore
+
+__all__ = ["ExtractionWorker", "LongTermWriter", "WriteSummary"]
+
+logger = logging.getLogger(__name__)
+GROUP = "extractors"
+MAX_DELIVERIES = 5
+
+
+class WriteSummary(BaseModel):
+    facts: dict[str, int] = Field(default_factory=dict)
+    episodes: dict[str, int] = Field(default_factory=dict)
+    dropped: int = 0
+    forgotten: int = 0
+
+
+class LongTermWriter:
+    """Filters candidates and writes them for one user (call it from the user's shard)."""
+
+    def __init__(self, facts: FactStore, episodes: EpisodeStore,
+                 write_filter: WriteFilter | None = None) -> None:
+        self.facts = facts
+        self.episodes = episodes
+        self._filter = write_filter or WriteFilter()
+
+    def write(self, scope: Scope, candidates: Sequence[Candidate]) -> WriteSummary:
+        report = self._filter.apply(candidates)
+        summary = WriteSummary(dropped=len(report.dropped))
+        for cand in report.kept:
+            if cand.intent is Intent.FORGET:
+                continue  # forgetting is applied at turn time by the shard, not here
+            if cand.kind is MemoryKind.FACT and cand.key:
+                action = self.facts.apply(scope, cand).decision.action.value
+                summary.facts[action] = summary.facts.get(action, 0) + 1
+            elif cand.kind is MemoryKind.EPISODE:
+                action = self.episodes.apply(scope, cand).action
+                summary.episodes[action] = summary.episodes.get(action, 0) + 1
+        return summary
+
+
+def turns_in_range(redis: RedisStore, session_key: str, wal_from: str,
+                   wal_to: str) -> list[Turn]:
+    """The session's turns with WAL ids in (wal_from, wal_to]."""
+    out = []
+    for wal_id, record in redis.wal_read(session_key, after_id=wal_from):
+        if _after(wal_id, wal_to):
+            break
+        if record.get("op") == "turn":
+            out.append(Turn.model_validate(record["turn"]))
+    return out
+
+
+def _after(a: str, b: str) -> bool:
+    ma, sa = (int(x) for x in a.split("-"))
+    mb, sb = (int(x) for x in b.split("-"))
+    return (ma, sa) > (mb, sb)
+
+
+class ExtractionWorker:
+    """One consumer of ``q:ltm:low`` in the ``extractors`` group."""
+
+    def __init__(self, redis: RedisStore, extractor: Extractor,
+                 write: Callable[[Scope, list[Candidate]], WriteSummary], consumer: str,
+                 claim_idle_ms: int = 60_000) -> None:
+        self._redis = redis
+        self._extractor = extractor
+        self._write = write
+        self._consumer = consumer
+        self._claim_idle_ms = claim_idle_ms
+        redis.ensure_group(QUEUE_LOW, GROUP)
+
+    def run_once(self, count: int = 10, block_ms: int | None = None) -> int:
+        """Process stale entries of dead consumers first, then new ones; returns how many."""
+        messages = self._redis.claim_stale(QUEUE_LOW, GROUP, self._consumer,
+                                           self._claim_idle_ms, count)
+        if not messages:
+            messages = self._redis.consume(QUEUE_LOW, GROUP, self._consumer, count, block_ms)
+        for message in messages:
+            self._handle(message)
+        return len(messages)
+
+    def _handle(self, message: QueueMessage) -> None:
+        if message.deliveries > MAX_DELIVERIES:
+            logger.error("dropping extraction job %s after %s deliveries", message.id,
+                         message.deliveries)
+            self._redis.ack(QUEUE_LOW, GROUP, [message.id])
+            return
+        job = message.payload
+        scope = Scope(tenant=job["tenant"], user=job["user_id"])
+        key = f"{scope.key}:{job['session_id']}"
+        turns = turns_in_range(self._redis, key, job["wal_from"], job["wal_to"])
+        try:
+            summary = self._write(scope, self._extractor.extract(turns))
+        except Exception:  # left pending: another delivery retries it
+            logger.exception("extraction job %s failed", message.id)
+            return
+        logger.info("job %s: %s", message.id, summary.model_dump())
+        self._redis.ack(QUEUE_LOW, GROUP, [message.id])

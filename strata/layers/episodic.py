@@ -1,0 +1,95 @@
+"""Episodes: what happened to a user, with time, type, session and sentiment.
+
+Similar events of one user close in time merge into one record that counts them and keeps
+the sentiment trend ("reported lag 3 times, getting more annoyed").
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel
+
+from strata.extract.base import Candidate
+from strata.layers.records import from_record, memory_id, to_record
+from strata.models import Collection, MemoryItem, MemoryKind, RecordFilter, Scope, utcnow
+from strata.stores.ports import Embedder, VectorStore
+
+__all__ = ["EpisodeStore", "EpisodeWrite"]
+
+MERGE_SIMILARITY = 0.9
+MERGE_WINDOW = timedelta(days=7)
+
+
+class EpisodeWrite(BaseModel):
+    action: str  # insert | merge | duplicate
+    item: MemoryItem
+
+
+class EpisodeStore:
+    """Episodes of one collection; every call is confined to one scope."""
+
+    def __init__(self, vectors: VectorStore, embedder: Embedder,
+                 merge_similarity: float = MERGE_SIMILARITY) -> None:
+        self._vectors = vectors
+        self._embedder = embedder
+        self._merge_similarity = merge_similarity
+
+    def apply(self, scope: Scope, candidate: Candidate) -> EpisodeWrite:
+        new_id = memory_id(scope, candidate.provenance.session_id, "episode",
+                           f"{','.join(candidate.provenance.turn_ids)}|{candidate.text}")
+        existing = self._vectors.get(Collection.EPISODES, scope, [new_id])
+        if existing:
+            return EpisodeWrite(action="duplicate", item=from_record(existing[0]))
+        vector = self._embedder.encode([candidate.text])[0].tolist()
+        when = candidate.event_time or utcnow()
+        similar = self._similar(scope, vector, candidate.episode_type or "event", when)
+        if similar is not None:
+            merged = self._merge(similar, candidate, new_id)
+            self._vectors.upsert(Collection.EPISODES, scope, [
+                to_record(merged, self._embedder.encode([merged.text])[0].tolist(),
+                          self._embedder.model_id)])
+            return EpisodeWrite(action="merge", item=merged)
+        now = utcnow()
+        item = MemoryItem(id=new_id, kind=MemoryKind.EPISODE, text=candidate.text,
+                          confidence=candidate.confidence, source=candidate.source,
+                          scope_tags=candidate.scope_tags, provenance=candidate.provenance,
+                          created_at=now, updated_at=now, event_time=when,
+                          metadata={"type": candidate.episode_type or "event", "count": 1,
+                                    "sentiments": [candidate.sentiment],
+                                    "merged_ids": [new_id]})
+        self._vectors.upsert(Collection.EPISODES, scope,
+                             [to_record(item, vector, self._embedder.model_id)])
+        return EpisodeWrite(action="insert", item=item)
+
+    def _similar(self, scope: Scope, vector: list[float], kind: str,
+                 when: object) -> MemoryItem | None:
+        hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, 3,
+                                          RecordFilter(statuses=["active"],
+                                                       payload_equals={}))
+        for hit in hits:
+            item = from_record(hit.record)
+            close = (item.event_time is not None and when is not None
+                     and abs(item.event_time - when) <= MERGE_WINDOW)  # type: ignore[operator]
+            if (hit.score >= self._merge_similarity and close
+                    and item.metadata.get("type") == kind):
+                return item
+        return None
+
+    @staticmethod
+    def _merge(item: MemoryItem, candidate: Candidate, new_id: str) -> MemoryItem:
+        meta = dict(item.metadata)
+        if new_id in meta.get("merged_ids", []):
+            return item
+        meta["count"] = int(meta.get("count", 1)) + 1
+        meta["sentiments"] = [*meta.get("sentiments", []), candidate.sentiment][-20:]
+        meta["merged_ids"] = [*meta.get("merged_ids", []), new_id]
+        first, last = meta["sentiments"][0], meta["sentiments"][-1]
+        meta["trend"] = "worse" if last < first else "better" if last > first else "steady"
+        turns = [*item.provenance.turn_ids, *candidate.provenance.turn_ids]
+        return item.model_copy(update={
+            "metadata": meta, "updated_at": utcnow(),
+            "event_time": max(filter(None, [item.event_time, candidate.event_time])),
+            "provenance": item.provenance.model_copy(update={"turn_ids": turns}),
+            "text": f"{item.text} (×{meta['count']})" if "(×" not in item.text
+            else item.text.rsplit(" (×", 1)[0] + f" (×{meta['count']})"})
