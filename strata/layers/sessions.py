@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from strata.errors import Conflict, InvalidInput, NotFound
+from strata.layers.memories import LongTermMemory
+from strata.layers.shard_longterm import IntentResult, LongTermShardOps
 from strata.layers.summarize import Summarizer
 from strata.layers.working import SessionState, WorkingMemory, WorkingMemoryConfig, is_pinned
 from strata.models import Role, Scope, Turn, check_id, utcnow
@@ -67,6 +70,7 @@ class TurnAck(BaseModel):
     pinned: bool
     window_size: int
     duplicate: bool = False
+    intents: IntentResult = IntentResult()
 
 
 class CloseAck(BaseModel):
@@ -104,11 +108,12 @@ class _Entry:
         self.tokens_since_snapshot = 0
 
 
-class SessionShardService:
+class SessionShardService(LongTermShardOps):
     """One shard's sessions (plain class; ``actors.session_shard`` wraps it for Ray)."""
 
     def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
-                 summarizer: Summarizer, config: WorkingMemoryConfig | None = None) -> None:
+                 summarizer: Summarizer, config: WorkingMemoryConfig | None = None,
+                 longterm: Callable[[], LongTermMemory] | None = None) -> None:
         self.shard_id = shard_id
         self._settings = settings
         self._redis = redis
@@ -117,6 +122,8 @@ class SessionShardService:
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.RLock()
         self._snapshots = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
+        self._longterm_factory = longterm
+        self._longterm: LongTermMemory | None = None
 
     # -- loading -------------------------------------------------------------------------
     def _memory(self, state: SessionState) -> WorkingMemory:
@@ -189,17 +196,21 @@ class SessionShardService:
                         metadata=metadata or {}, pinned=is_pinned(parsed_role, content))
             key = session_key(scope, session_id)
             now = utcnow()
+            wal_from = state.wal_id
             wal_id = self._redis.wal_append(key, {"op": "turn", "at": now.isoformat(),
                                                   "turn": turn.model_dump(mode="json")})
             entry.memory.append(turn, received_at=now)
             state.wal_id = wal_id
+            intents = self._apply_intents(scope, turn, wal_from, wal_id)
             self._redis.touch_session(self.shard_id, key, time.time())
             entry.turns_since_snapshot += 1
             entry.tokens_since_snapshot += count_tokens(content)
             if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
                     or entry.tokens_since_snapshot >= self._settings.snapshot_every_tokens):
                 self._snapshot_async(key, entry)
-            return self._ack(state, turn.turn_id)
+            ack = self._ack(state, turn.turn_id)
+            ack.intents = intents
+            return ack
 
     def _validate_turn(self, session_id: str, role: str, content: str,
                        turn_id: str | None) -> Role:

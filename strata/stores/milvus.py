@@ -264,9 +264,19 @@ class MilvusVectorStore:
         )
 
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        """Records by id, with their vectors (so an update need not re-embed)."""
         if not ids:
             return []
-        return self.query(collection, scope, RecordFilter(ids=list(ids)), limit=len(ids))
+        expr = self._expr(scope, RecordFilter(ids=list(ids)))
+        with _milvus_errors("get"):
+            rows = self._client.query(self.name(collection), filter=expr,
+                                      output_fields=[*_OUTPUT, "dense"], limit=len(ids))
+        records = []
+        for row in rows:
+            record = self._record(scope, row)
+            record.vector = [float(x) for x in row["dense"]]
+            records.append(record)
+        return records
 
     def query(
         self,

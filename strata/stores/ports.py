@@ -50,6 +50,7 @@ class VectorStore(Protocol):
     def delete_scope(self, collection: Collection, scope: Scope) -> int: ...
 
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        """Records by id, vectors included."""
         ...
 
     def query(

@@ -111,6 +111,23 @@ class RedisStore:
                 removed += int(self._r.xdel(self._k(f"wal:{session_key}"), rid))
         return removed
 
+    def wal_remove_turns(self, session_key: str, turn_ids: set[str]) -> int:
+        """Delete the WAL entries of these turns (forgetting a memory removes its source)."""
+        doomed = [rid for rid, rec in self.wal_read(session_key)
+                  if rec.get("op") == "turn" and rec["turn"].get("turn_id") in turn_ids]
+        if not doomed:
+            return 0
+        with _redis_errors("wal delete"):
+            return int(self._r.xdel(self._k(f"wal:{session_key}"), *doomed))
+
+    def delete_user_sessions(self, scope_key: str) -> int:
+        """Delete every WAL and snapshot of a user's sessions (live or archived)."""
+        keys = self.keys(f"wal:{scope_key}:*") + self.keys(f"wm:{scope_key}:*")
+        if not keys:
+            return 0
+        with _redis_errors("delete sessions"):
+            return int(self._r.delete(*keys))
+
     # -- snapshots -----------------------------------------------------------------------
     def snapshot_put(self, session_key: str, data: Mapping[str, Any], wal_id: str) -> None:
         with _redis_errors("snapshot put"):
@@ -235,6 +252,43 @@ class RedisStore:
             return 0
         with _redis_errors("queue delete"):
             return int(self._r.xdel(self._k(queue), *ids))
+
+    def remove_user_from_queue(self, queue: str, tenant: str, user_id: str) -> int:
+        doomed = [rid for rid, p in self.scan_queue(queue)
+                  if p.get("tenant") == tenant and p.get("user_id") == user_id]
+        return self.remove_from_queue(queue, doomed)
+
+    def untrack_user(self, shard: int, scope_key: str) -> None:
+        with _redis_errors("untrack user"):
+            members = [m for m in self._r.zrange(self._k(f"active:{shard}"), 0, -1)
+                       if m.decode().startswith(f"{scope_key}:")]
+            if members:
+                self._r.zrem(self._k(f"active:{shard}"), *members)
+
+    # -- recall log (content-free: ids and route only) -------------------------------------
+    def recall_log_add(self, scope_key: str, memory_ids: list[str], route: str) -> None:
+        with _redis_errors("recall log"):
+            self._r.xadd(self._k("recall-log"), {"scope": scope_key, "route": route,
+                                                 "ids": ",".join(memory_ids)},
+                         maxlen=100_000, approximate=True)
+
+    def recall_log(self, scope_key: str) -> list[dict[str, str]]:
+        with _redis_errors("recall log read"):
+            rows = self._r.xrange(self._k("recall-log"))
+        return [f for f in (_decode(r) for _, r in rows) if f.get("scope") == scope_key]
+
+    def recall_log_remove(self, scope_key: str, memory_ids: set[str] | None = None) -> int:
+        """Drop a user's recall-log entries (all, or those naming ``memory_ids``)."""
+        with _redis_errors("recall log delete"):
+            rows = self._r.xrange(self._k("recall-log"))
+            doomed = []
+            for rid, raw in rows:
+                fields = _decode(raw)
+                if fields.get("scope") != scope_key:
+                    continue
+                if memory_ids is None or memory_ids & set(fields.get("ids", "").split(",")):
+                    doomed.append(rid)
+            return int(self._r.xdel(self._k("recall-log"), *doomed)) if doomed else 0
 
     # -- idempotency ---------------------------------------------------------------------
     def claim_once(self, idem_id: str, ttl_s: int = 7 * 24 * 3600) -> bool:

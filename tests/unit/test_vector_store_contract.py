@@ -69,6 +69,9 @@ def test_get_and_query_stay_in_scope(store: VectorStore) -> None:
     assert [r.id for r in got] == ["1"]
     assert got[0].text == "I am allergic to peanuts"
     assert got[0].payload == {"key": "allergy"}
+    expected = EMB.encode(["I am allergic to peanuts"])[0]
+    assert got[0].vector is not None and abs(sum(
+        a * b for a, b in zip(got[0].vector, expected, strict=True)) - 1.0) < 1e-4
     assert {r.id for r in store.query(FACTS, A)} == {"1", "2", "3"}
     assert {r.text for r in store.query(FACTS, B)} == {"bob secret: allergic to shellfish peanuts"}
     assert store.count(FACTS, A) == 3 and store.count(FACTS, B) == 1

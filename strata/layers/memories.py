@@ -1,0 +1,238 @@
+"""The long-term memory of a user as one facade: the memories API, forgetting, reinforcement.
+
+Runs inside the user's session shard (the single writer of that user's long-term memory).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from strata.conflict import ConflictResolver
+from strata.errors import InvalidInput, NotFound
+from strata.extract.base import Candidate, Intent
+from strata.extract.filters import WriteFilter
+from strata.extract.pii import find_pii
+from strata.extract.worker import LongTermWriter
+from strata.layers.episodic import EpisodeStore
+from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
+from strata.layers.records import from_record, to_record
+from strata.layers.semantic import FactStore
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    Provenance,
+    RecordFilter,
+    Scope,
+    Source,
+    utcnow,
+)
+from strata.stores.ports import Embedder, VectorStore
+
+__all__ = ["LongTermMemory", "MemoryCreate", "MemoryPatch"]
+
+logger = logging.getLogger(__name__)
+COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection.EPISODES,
+               MemoryKind.PROCEDURE: Collection.PROCEDURES}
+LIST_LIMIT = 1000
+FORGET_SIMILARITY = 0.55
+
+
+class MemoryCreate(BaseModel):
+    """Body of ``POST /v1/users/{user_id}/memories``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MemoryKind
+    text: str | None = Field(default=None, max_length=8000)
+    key: str | None = Field(default=None, max_length=200)
+    value: str | None = Field(default=None, max_length=2000)
+    confidence: float = Field(default=0.9, ge=0.0, le=1.0)
+    source: Source = Source.USER_STATED
+    scope_tags: list[str] = Field(default_factory=list, max_length=20)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = None
+
+
+class MemoryPatch(BaseModel):
+    """Body of ``PATCH /v1/users/{user_id}/memories/{id}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, min_length=1, max_length=8000)
+    value: str | None = Field(default=None, min_length=1, max_length=2000)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    status: Literal["active", "cold", "archived"] | None = None
+    scope_tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class LongTermMemory:
+    """Facts, episodes and procedures of users, behind the memories API."""
+
+    def __init__(self, vectors: VectorStore, embedder: Embedder,
+                 resolver: ConflictResolver | None = None,
+                 write_filter: WriteFilter | None = None, procedure_cap: int = 100) -> None:
+        self.vectors = vectors
+        self.embedder = embedder
+        self.facts = FactStore(vectors, embedder, resolver)
+        self.episodes = EpisodeStore(vectors, embedder)
+        self.procedures = ProcedureStore(vectors, embedder, procedure_cap)
+        self.filter = write_filter or WriteFilter()
+        self.writer = LongTermWriter(self.facts, self.episodes, self.filter)
+
+    # -- reads -----------------------------------------------------------------------------
+    def find(self, scope: Scope, memory_id: str) -> tuple[Collection, MemoryItem]:
+        for collection in COLLECTIONS.values():
+            rows = self.vectors.get(collection, scope, [memory_id])
+            if rows:
+                return collection, from_record(rows[0])
+        raise NotFound(f"no memory {memory_id!r} for this user")
+
+    def list_items(self, scope: Scope, kind: MemoryKind | None = None, status: str | None = None,
+             q: str | None = None, limit: int = 100) -> list[MemoryItem]:
+        kinds = [kind] if kind else list(COLLECTIONS)
+        flt = RecordFilter(statuses=[status]) if status else None
+        items: list[MemoryItem] = []
+        for k in kinds:
+            collection = COLLECTIONS[k]
+            if q:
+                vector = self.embedder.encode([q])[0].tolist()
+                hits = self.vectors.search_hybrid(collection, scope, vector, q, limit, flt)
+                items.extend(from_record(h.record) for h in hits)
+            else:
+                items.extend(from_record(r) for r in self.vectors.query(collection, scope, flt,
+                                                                        LIST_LIMIT))
+        if not q:
+            items.sort(key=lambda i: i.updated_at, reverse=True)
+        return items[:limit]
+
+    def history(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
+        collection, item = self.find(scope, memory_id)
+        if collection is Collection.FACTS:
+            return self.facts.history(scope, memory_id)
+        return [item]
+
+    # -- writes ----------------------------------------------------------------------------
+    def create(self, scope: Scope, body: MemoryCreate) -> tuple[MemoryItem, str]:
+        """Create a memory; returns it and what happened (insert, supersede, …)."""
+        provenance = Provenance(session_id=body.session_id)
+        if body.kind is MemoryKind.PROCEDURE:
+            if not body.key:
+                raise InvalidInput("a procedure needs key (its name)")
+            spec = ProcedureSpec.model_validate(body.metadata)
+            return self.procedures.create(scope, body.key, spec), "insert"
+        if body.kind is MemoryKind.FACT:
+            if not body.key or not (body.value or body.text):
+                raise InvalidInput("a fact needs key and value")
+            value = body.value or body.text or ""
+            candidate = Candidate(kind=MemoryKind.FACT, key=body.key, value=value,
+                                  text=body.text or f"{body.key}: {value}",
+                                  confidence=body.confidence, source=body.source,
+                                  intent=Intent.REMEMBER, scope_tags=body.scope_tags,
+                                  provenance=provenance, event_time=utcnow())
+        else:
+            if not body.text:
+                raise InvalidInput("an episode needs text")
+            candidate = Candidate(kind=MemoryKind.EPISODE, text=body.text,
+                                  confidence=body.confidence, source=body.source,
+                                  scope_tags=body.scope_tags, provenance=provenance,
+                                  event_time=utcnow(), episode_type=body.metadata.get("type"))
+        if find_pii(candidate.value or "") or find_pii(candidate.text):
+            raise InvalidInput("the memory contains sensitive data (ID, card, password, key, "
+                               "phone or address), which Strata never stores long-term")
+        if body.kind is MemoryKind.FACT:
+            write = self.facts.apply(scope, candidate)
+            return write.item, write.decision.action.value
+        episode = self.episodes.apply(scope, candidate)
+        return episode.item, episode.action
+
+    def _rewrite(self, collection: Collection, scope: Scope, item: MemoryItem,
+                 reembed: bool = False) -> None:
+        if reembed:
+            vector = self.embedder.encode([item.text])[0].tolist()
+        else:
+            rows = self.vectors.get(collection, scope, [item.id])
+            if not rows or rows[0].vector is None:
+                raise NotFound(f"no memory {item.id!r} for this user")
+            vector = rows[0].vector
+        self.vectors.upsert(collection, scope, [to_record(item, vector, self.embedder.model_id)])
+
+    def update(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
+        """Edit a memory. A fact's new value is a new version (the old is superseded)."""
+        collection, item = self.find(scope, memory_id)
+        for text in (patch.text, patch.value):
+            if text and find_pii(text):
+                raise InvalidInput("the edit contains sensitive data, which is never stored")
+        if collection is Collection.FACTS and (patch.value or patch.text) and item.key:
+            candidate = Candidate(
+                kind=MemoryKind.FACT, key=item.key, value=patch.value or item.value,
+                text=patch.text or f"{item.key}: {patch.value}",
+                confidence=patch.confidence or max(item.confidence, 0.9),
+                source=Source.USER_STATED, intent=Intent.OVERRIDE,
+                scope_tags=patch.scope_tags if patch.scope_tags is not None else item.scope_tags,
+                provenance=Provenance(session_id=f"edit-{utcnow().timestamp()}"),
+                event_time=utcnow())
+            return self.facts.apply(scope, candidate).item
+        changes: dict[str, Any] = {"updated_at": utcnow()}
+        if patch.text:
+            changes["text"] = patch.text
+        if patch.confidence is not None:
+            changes["confidence"] = patch.confidence
+        if patch.status:
+            changes["status"] = MemoryStatus(patch.status)
+        if patch.scope_tags is not None:
+            changes["scope_tags"] = sorted(patch.scope_tags)
+        if patch.metadata is not None:
+            changes["metadata"] = {**item.metadata, **patch.metadata}
+            if collection is Collection.PROCEDURES:
+                spec = ProcedureSpec.model_validate(changes["metadata"])
+                changes["text"] = render(str(item.key), spec)
+        updated = item.model_copy(update=changes)
+        self._rewrite(collection, scope, updated, reembed=updated.text != item.text)
+        return updated
+
+    def delete(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
+        """Delete a memory and every version of it; returns what was deleted."""
+        collection, item = self.find(scope, memory_id)
+        doomed = self.history(scope, memory_id) if collection is Collection.FACTS else [item]
+        self.vectors.delete(collection, scope, [d.id for d in doomed])
+        return doomed
+
+    def delete_user(self, scope: Scope) -> int:
+        return sum(self.vectors.delete_scope(c, scope) for c in COLLECTIONS.values())
+
+    def forget_matching(self, scope: Scope, target: str) -> list[str]:
+        """A "forget" intent: matching facts and episodes get weight 0 at once."""
+        vector = self.embedder.encode([target])[0].tolist()
+        forgotten = []
+        for collection in (Collection.FACTS, Collection.EPISODES):
+            hits = self.vectors.search_hybrid(collection, scope, vector, target, 10,
+                                              RecordFilter(statuses=["active"]))
+            for hit in hits:
+                if hit.parts.get("dense", 0.0) < FORGET_SIMILARITY and not hit.parts.get(
+                        "lexical"):
+                    continue
+                item = from_record(hit.record).model_copy(update={"weight": 0.0,
+                                                                  "updated_at": utcnow()})
+                self._rewrite(collection, scope, item)
+                forgotten.append(item.id)
+        return forgotten
+
+    def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
+        """Recall returned these: bump last access and access count."""
+        done = 0
+        for memory_id in memory_ids:
+            try:
+                collection, item = self.find(scope, memory_id)
+            except NotFound:
+                continue
+            item = item.model_copy(update={"access_count": item.access_count + 1,
+                                           "last_access_at": utcnow()})
+            self._rewrite(collection, scope, item)
+            done += 1
+        return done

@@ -1,0 +1,174 @@
+"""The long-term side of a session shard: the single writer of its users' long-term memory.
+
+Explicit "remember"/override intents are written before the turn call returns (through
+``q:ltm:high``, acknowledged once applied, so a failure leaves the job for a worker);
+"forget" intents drop matching memories' weight to zero at once; deletes cascade through
+every store and leave a content-free tombstone in the audit stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from strata.errors import BackendUnavailable, StrataError
+from strata.extract.base import Candidate, Intent
+from strata.extract.rules import RuleExtractor
+from strata.extract.worker import WriteSummary
+from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.working import SessionState
+from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
+from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+
+if TYPE_CHECKING:
+    from strata.layers.sessions import _Entry
+
+__all__ = ["IntentResult", "LongTermShardOps"]
+
+logger = logging.getLogger(__name__)
+HIGH_GROUP = "extractors"
+
+
+class IntentResult(BaseModel):
+    remembered: list[str] = Field(default_factory=list)
+    forgotten: list[str] = Field(default_factory=list)
+    deferred: bool = False  # the long-term write failed; a worker will apply it
+
+
+class LongTermShardOps:
+    """Mixed into ``SessionShardService``; uses its Redis, sessions and lock."""
+
+    shard_id: int
+    _redis: RedisStore
+    _sessions: OrderedDict[str, _Entry]
+    _lock: threading.RLock
+    _longterm_factory: Callable[[], LongTermMemory] | None
+    _longterm: LongTermMemory | None
+
+    @property
+    def longterm(self) -> LongTermMemory:
+        if self._longterm is None:
+            if self._longterm_factory is None:
+                raise BackendUnavailable("this shard has no long-term memory configured")
+            self._longterm = self._longterm_factory()
+        return self._longterm
+
+    def _apply_intents(self, scope: Scope, turn: Turn, wal_from: str,
+                       wal_to: str) -> IntentResult:
+        """Explicit intents of a user turn, applied now."""
+        result = IntentResult()
+        if turn.role is not Role.USER or self._longterm_factory is None:
+            return result
+        candidates = RuleExtractor().extract([turn])
+        forget = [c for c in candidates if c.intent is Intent.FORGET]
+        explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key
+                    and c.intent in (Intent.REMEMBER, Intent.OVERRIDE)]
+        if not forget and not explicit:
+            return result
+        job = self._redis.enqueue(QUEUE_HIGH, {
+            "type": "extract_session", "reason": "explicit", "tenant": scope.tenant,
+            "user_id": scope.user, "session_id": turn.session_id, "wal_from": wal_from,
+            "wal_to": wal_to})
+        try:
+            for cand in forget:
+                result.forgotten.extend(self.longterm.forget_matching(scope, cand.text))
+            if explicit:
+                summary = self.longterm.writer.write(scope, explicit)
+                result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
+            self._redis.ensure_group(QUEUE_HIGH, HIGH_GROUP)
+            self._redis.ack(QUEUE_HIGH, HIGH_GROUP, [job])
+        except StrataError as exc:
+            logger.warning("explicit intent deferred to the queue: %s", exc.detail)
+            result.deferred = True
+        if result.forgotten:
+            self._redis.audit(scope.key, action="forget_intent", count=len(result.forgotten),
+                              at=utcnow().isoformat())
+        return result
+
+    # -- the memories API --------------------------------------------------------------------
+    def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
+        with self._lock:
+            return self.longterm.writer.write(scope, candidates)
+
+    def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
+        with self._lock:
+            item, action = self.longterm.create(scope, body)
+            self._redis.audit(scope.key, action=f"create:{action}", memory_id=item.id,
+                              kind=item.kind.value, at=utcnow().isoformat())
+            return {"memory": item.model_dump(mode="json"), "action": action}
+
+    def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
+                      q: str | None, limit: int) -> list[MemoryItem]:
+        return self.longterm.list_items(scope, kind, status, q, limit)
+
+    def memory_history(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
+        return self.longterm.history(scope, memory_id)
+
+    def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
+        with self._lock:
+            item = self.longterm.update(scope, memory_id, patch)
+            self._redis.audit(scope.key, action="update", memory_id=memory_id,
+                              at=utcnow().isoformat())
+            return item
+
+    def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
+        with self._lock:
+            return self.longterm.reinforce(scope, memory_ids)
+
+    def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, int]:
+        """Delete a memory, its versions, its source turns and its recall-log entries."""
+        with self._lock:
+            doomed = self.longterm.delete(scope, memory_id)
+            turns: dict[str, set[str]] = {}
+            for item in doomed:
+                if item.provenance.session_id:
+                    turns.setdefault(item.provenance.session_id, set()).update(
+                        item.provenance.turn_ids)
+            removed = sum(self._scrub_session(scope, sid, ids, doomed)
+                          for sid, ids in turns.items())
+            self._redis.recall_log_remove(scope.key, {d.id for d in doomed})
+            self._redis.audit(scope.key, action="delete", memory_id=memory_id,
+                              count=len(doomed), at=utcnow().isoformat())
+            return {"deleted_versions": len(doomed), "deleted_turns": removed}
+
+    def _scrub_session(self, scope: Scope, session_id: str, turn_ids: set[str],
+                       doomed: list[MemoryItem]) -> int:
+        """Remove the source turns from the WAL, the live window and the snapshot."""
+        key = f"{scope.key}:{session_id}"
+        removed = self._redis.wal_remove_turns(key, turn_ids)
+        needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
+        entry = self._sessions.get(key)
+        if entry is None:
+            snap = self._redis.snapshot_get(key)
+            if snap is None:
+                return removed
+            state = SessionState.model_validate(snap[0])
+        else:
+            state = entry.memory.state
+        state.window = [t for t in state.window if t.turn_id not in turn_ids]
+        state.pinned = [t for t in state.pinned if t.turn_id not in turn_ids]
+        state.summary = "\n".join(line for line in state.summary.split("\n")
+                                  if not any(n.lower() in line.lower() for n in needles))
+        self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+        return removed
+
+    def delete_user(self, scope: Scope) -> dict[str, int]:
+        """Forget everything about a user, in every store; only a tombstone remains."""
+        with self._lock:
+            memories = self.longterm.delete_user(scope) if self._longterm_factory else 0
+            for key in [k for k in self._sessions if k.startswith(f"{scope.key}:")]:
+                self._sessions.pop(key)
+            sessions = self._redis.delete_user_sessions(scope.key)
+            queued = sum(self._redis.remove_user_from_queue(q, scope.tenant, scope.user)
+                         for q in (QUEUE_LOW, QUEUE_HIGH))
+            self._redis.untrack_user(self.shard_id, scope.key)
+            logged = self._redis.recall_log_remove(scope.key)
+            self._redis.audit(scope.key, action="delete_user", count=memories,
+                              at=utcnow().isoformat())
+            return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
+                    "recall_log_entries": logged}

@@ -1,0 +1,38 @@
+"""Named recall recipes: search configuration as data, so alternatives compare by name."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "RECIPES", "RecallRecipe"]
+
+
+class RecallRecipe(BaseModel):
+    """Weights and knobs of one way of recalling (defaults from the seeds)."""
+
+    model_config = {"frozen": True}
+
+    name: str
+    search: str = Field(default="hybrid", pattern="^(hybrid|dense|lexical)$")
+    candidates_per_layer: int = 20
+    layer_weights: dict[str, float] = Field(default_factory=lambda: {
+        "working": 1.2, "facts": 0.8, "episodes": 0.8, "procedures": 0.8, "knowledge": 1.0})
+    w_similarity: float = 0.5
+    w_decay: float = 0.2
+    w_confidence: float = 0.2
+    w_type: float = 0.1
+    dense_share: float = 0.7  # similarity = dense_share·cosine + (1-dense_share)·lexical
+    type_priority: dict[str, float] = Field(default_factory=lambda: {
+        "fact": 1.0, "procedure": 0.9, "knowledge": 0.8, "episode": 0.6})
+    half_life_days: dict[str, float] = Field(default_factory=lambda: {
+        "facts": 30.0, "episodes": 7.0})
+    threshold: float = 0.3
+    dedup_jaccard: float = 0.8
+    neighbour_expansion: bool = False
+
+
+HYBRID_RRF = RecallRecipe(name="hybrid")
+DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0)
+LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0)
+DEFAULT = HYBRID_RRF
+RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY)}

@@ -1,0 +1,82 @@
+"""Intent routing: which layers a query needs. Rules and keywords first (zh + en); an optional
+classifier can be plugged in behind ``RouteClassifier``."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Protocol
+
+from pydantic import BaseModel
+
+__all__ = ["LAYERS", "Route", "RouteClassifier", "RouteDecision", "route_query"]
+
+LAYERS = ("working", "facts", "episodes", "procedures", "knowledge")
+
+
+class Route(str, Enum):
+    CONTINUATION = "continuation"  # "expand on that", "刚才那个" → mostly working memory
+    PERSONAL = "personal"          # the user's own history and preferences
+    KNOWLEDGE = "knowledge"        # documentation questions
+    MIXED = "mixed"                # both, or unclear
+
+
+ROUTE_LAYERS: dict[Route, tuple[str, ...]] = {
+    Route.CONTINUATION: ("working", "facts"),
+    Route.PERSONAL: ("working", "facts", "episodes", "procedures"),
+    Route.KNOWLEDGE: ("working", "procedures", "knowledge"),
+    Route.MIXED: LAYERS,
+}
+
+_CONTINUATION = re.compile(
+    r"刚才|上面|前面说|再展开|继续说|接着说|那个再|你刚说|\b(go on|continue|elaborate|expand on|"
+    r"you just said|as you said|what did you mean|the previous answer|that last)\b", re.I)
+_PERSONAL = re.compile(
+    r"我(之前|上次|以前|曾经|说过|告诉过|喜欢|讨厌|住|的)|我是不是|还记得|记得我|"
+    r"\b(my|mine|did i|have i|was i|am i|do i|i told you|remember when|about me|for me|"
+    r"what do i|when did i|where did i|who did i)\b", re.I)
+_KNOWLEDGE = re.compile(
+    r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|\b(how (do|to|can|does)|what is|"
+    r"what are|docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
+    r"supported|error code|api)\b", re.I)
+
+
+class RouteDecision(BaseModel):
+    route: Route
+    layers: list[str]
+    reason: str
+
+
+class RouteClassifier(Protocol):
+    """An optional model that routes what the rules leave unclear."""
+
+    def classify(self, query: str) -> Route | None: ...
+
+
+def route_query(query: str, requested: list[str] | None = None,
+                has_session: bool = False,
+                classifier: RouteClassifier | None = None) -> RouteDecision:
+    """The route and layers for ``query``; explicit ``requested`` layers always win."""
+    continuation = bool(_CONTINUATION.search(query))
+    personal = bool(_PERSONAL.search(query))
+    knowledge = bool(_KNOWLEDGE.search(query))
+    if continuation and has_session and not knowledge:
+        route, reason = Route.CONTINUATION, "refers to the current conversation"
+    elif personal and knowledge:
+        route, reason = Route.MIXED, "personal and documentation cues"
+    elif personal:
+        route, reason = Route.PERSONAL, "asks about the user's own history"
+    elif knowledge:
+        route, reason = Route.KNOWLEDGE, "a documentation question"
+    else:
+        guess = classifier.classify(query) if classifier is not None else None
+        route, reason = (guess, "classifier") if guess else (Route.MIXED, "no clear cue")
+    layers = list(ROUTE_LAYERS[route])
+    if requested:
+        unknown = set(requested) - set(LAYERS)
+        if unknown:
+            raise ValueError(f"unknown layers {sorted(unknown)}")
+        layers, reason = [layer for layer in LAYERS if layer in requested], "layers requested"
+    if not has_session and "working" in layers:
+        layers.remove("working")
+    return RouteDecision(route=route, layers=layers, reason=reason)

@@ -1,0 +1,88 @@
+"""Fusion scoring: ``layer_weight × (w1·similarity + w2·time_decay + w3·confidence +
+w4·type_priority)`` with decay ``exp(-λ·days)``, λ = ln 2 / half-life."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from strata.models import Provenance, SearchHit, Source
+from strata.recall.recipes import RecallRecipe
+
+__all__ = ["ScoredItem", "decay_weight", "dedup", "score_hits"]
+
+
+def decay_weight(days: float, half_life_days: float | None) -> float:
+    """exp(-λ·days); 1.0 for layers that do not decay."""
+    if not half_life_days:
+        return 1.0
+    return math.exp(-math.log(2) / half_life_days * max(0.0, days))
+
+
+class ScoredItem(BaseModel):
+    """A recall candidate with its score and the parts it was made of."""
+
+    id: str
+    layer: str
+    kind: str
+    text: str
+    score: float = 0.0
+    created_at: datetime | None = None
+    confidence: float | None = None
+    source: str | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+    parts: dict[str, float] = Field(default_factory=dict)
+    access_count: int = 0
+
+
+def _lexical_max(hits: Sequence[SearchHit]) -> float:
+    return max((h.parts.get("lexical", 0.0) for h in hits), default=0.0) or 1.0
+
+
+def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence[ScoredItem],
+               recipe: RecallRecipe, now: datetime) -> list[ScoredItem]:
+    """Score one layer's hits (``items[i]`` describes ``hits[i]``)."""
+    lex_max = _lexical_max(hits)
+    weight = recipe.layer_weights.get(layer, 1.0)
+    out = []
+    for hit, item in zip(hits, items, strict=True):
+        dense = max(0.0, hit.parts.get("dense", 0.0))
+        lexical = hit.parts.get("lexical", 0.0) / lex_max
+        similarity = recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
+        when = item.created_at or now
+        decay = decay_weight((now - when).total_seconds() / 86400,
+                             recipe.half_life_days.get(layer))
+        confidence = item.confidence if item.confidence is not None else 1.0
+        if item.source == Source.INFERRED.value:
+            confidence *= 0.5
+        type_priority = recipe.type_priority.get(kind, 0.5)
+        memory_weight = hit.record.payload.get("weight", 1.0)
+        score = weight * float(memory_weight) * (
+            recipe.w_similarity * similarity + recipe.w_decay * decay
+            + recipe.w_confidence * confidence + recipe.w_type * type_priority)
+        out.append(item.model_copy(update={"score": score, "parts": {
+            "similarity": round(similarity, 4), "dense": round(dense, 4),
+            "lexical": round(lexical, 4), "time_decay": round(decay, 4),
+            "confidence": round(confidence, 4), "type_priority": type_priority,
+            "layer_weight": weight, "memory_weight": float(memory_weight)}}))
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w\u4e00-\u9fff]", text.lower())) if re.search(
+        r"[\u4e00-\u9fff]", text) else set(re.findall(r"\w+", text.lower()))
+
+
+def dedup(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
+    """Drop near-duplicates (Jaccard of words ≥ threshold), keeping the higher score."""
+    kept: list[tuple[ScoredItem, set[str]]] = []
+    for item in sorted(items, key=lambda i: i.score, reverse=True):
+        words = _words(item.text)
+        if any(len(words & w) / max(1, len(words | w)) >= threshold for _, w in kept):
+            continue
+        kept.append((item, words))
+    return [i for i, _ in kept]

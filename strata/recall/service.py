@@ -1,0 +1,173 @@
+"""RecallService: route → query layers in parallel → fuse → dedup → fit the budget.
+
+Plain class: the Serve deployment awaits the query embedding and the working memory, then
+calls ``recall`` in a thread. Every store call carries the caller's scope (knowledge uses
+the tenant's shared scope).
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
+
+from strata.errors import InvalidInput, StrataError
+from strata.extract.pii import redact
+from strata.layers.records import from_record
+from strata.models import (
+    Collection,
+    RecallItem,
+    RecallRequest,
+    RecallResponse,
+    RecordFilter,
+    Scope,
+    SearchHit,
+    StoredRecord,
+    utcnow,
+)
+from strata.recall.context import ContextBuilder, label
+from strata.recall.recipes import DEFAULT, RecallRecipe
+from strata.recall.routing import RouteClassifier, route_query
+from strata.recall.scoring import ScoredItem, dedup, score_hits
+from strata.stores.ports import VectorStore
+
+__all__ = ["RecallService", "WorkingSnapshot"]
+
+logger = logging.getLogger(__name__)
+
+_COLLECTION = {"facts": Collection.FACTS, "episodes": Collection.EPISODES,
+               "procedures": Collection.PROCEDURES, "knowledge": Collection.KNOWLEDGE}
+_KIND = {"facts": "fact", "episodes": "episode", "procedures": "procedure",
+         "knowledge": "knowledge"}
+LONG_TERM = ("facts", "episodes", "procedures")
+
+WorkingSnapshot = Any  # strata.layers.sessions.WorkingMemoryView (duck-typed to avoid a cycle)
+
+
+def _item(layer: str, record: StoredRecord) -> ScoredItem:
+    if layer == "knowledge":
+        p = record.payload
+        return ScoredItem(id=record.id, layer=layer, kind=f"kb:{p.get('doc_id', '?')}",
+                          text=record.text, confidence=record.confidence, source="knowledge",
+                          created_at=datetime.fromtimestamp(record.updated_at, timezone.utc))
+    memory = from_record(record)
+    return ScoredItem(id=memory.id, layer=layer, kind=memory.kind.value,
+                      text=redact(memory.text), created_at=memory.event_time or memory.created_at,
+                      confidence=memory.confidence, source=memory.source.value,
+                      provenance=memory.provenance, access_count=memory.access_count)
+
+
+def _keyword_match(record: StoredRecord, query: str) -> bool:
+    keywords = record.payload.get("metadata", {}).get("keywords", [])
+    lowered = query.lower()
+    return any(k and k.lower() in lowered for k in keywords)
+
+
+class RecallService:
+    """Builds the recalled context for one query of one user."""
+
+    def __init__(self, vectors: VectorStore, recipe: RecallRecipe = DEFAULT,
+                 classifier: RouteClassifier | None = None, parallelism: int = 4) -> None:
+        self._vectors = vectors
+        self._recipe = recipe
+        self._classifier = classifier
+        self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
+
+    def _search(self, layer: str, scope: Scope, request: RecallRequest,
+                vector: list[float], recipe: RecallRecipe) -> list[SearchHit]:
+        collection = _COLLECTION[layer]
+        target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
+        statuses = ["active", "cold"] if request.include_cold else ["active"]
+        flt = RecordFilter(statuses=statuses)
+        k = recipe.candidates_per_layer
+        if recipe.search == "dense":
+            hits = self._vectors.search_dense(collection, target, vector, k, flt)
+            return [h.model_copy(update={"parts": {"dense": h.score}}) for h in hits]
+        if recipe.search == "lexical":
+            hits = self._vectors.search_lexical(collection, target, request.query, k, flt)
+            return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
+        hits = self._vectors.search_hybrid(collection, target, vector, request.query, k, flt)
+        if layer == "procedures":
+            matched = {h.record.id for h in hits}
+            extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
+                     for r in self._vectors.query(collection, target, flt, 100)
+                     if r.id not in matched and _keyword_match(r, request.query)]
+            hits = [h.model_copy(update={"parts": {**h.parts, "dense": 1.0}})
+                    if _keyword_match(h.record, request.query) else h for h in hits] + extra
+        return hits
+
+    def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
+               recipe: RecallRecipe, now: datetime) -> list[ScoredItem]:
+        hits = [h for h in self._search(layer, scope, request, vector, recipe)
+                if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
+        return score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
+                          recipe, now)
+
+    def recall(self, scope: Scope, request: RecallRequest, vector: list[float],
+               working: WorkingSnapshot | None = None,
+               recipe: RecallRecipe | None = None) -> RecallResponse:
+        recipe = recipe or self._recipe
+        try:
+            decision = route_query(request.query, list(request.layers or []) or None,
+                                   working is not None,
+                                   self._classifier)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        now = utcnow()
+        searched = [layer for layer in decision.layers if layer != "working"]
+        degraded = False
+        futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
+                                            recipe, now) for layer in searched}
+        candidates: list[ScoredItem] = []
+        for layer, future in futures.items():
+            try:
+                candidates.extend(future.result())
+            except StrataError as exc:  # a store that is down degrades the answer
+                logger.warning("recall layer %s failed: %s", layer, exc.detail)
+                degraded = True
+        ranked, relaxed = self._select(candidates, recipe)
+        fallback = False
+        if not ranked and any(layer in LONG_TERM for layer in searched) and not degraded:
+            ranked, fallback = self._most_used(scope, request), True
+        ranked = dedup(ranked, recipe.dedup_jaccard)[: request.top_k]
+        builder = ContextBuilder(request.budget_tokens)
+        if working is not None and "working" in decision.layers:
+            builder.add_working(working.window, working.summary, working.pinned,
+                                working.task_state)
+        for item in ranked:
+            block = "knowledge" if item.layer == "knowledge" else "long_term"
+            builder.add(block, label(item), item)
+        items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
+                            created_at=i.created_at, confidence=i.confidence, source=i.source,
+                            provenance=i.provenance) for i in builder.included]
+        debug = None
+        if request.debug:
+            debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
+                     "threshold": recipe.threshold, "recipe": recipe.name,
+                     "context_tokens": builder.tokens(),
+                     "candidates": [c.model_dump(mode="json", include={
+                         "id", "layer", "kind", "text", "score", "parts"})
+                         for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
+        return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
+                              layers=decision.layers, degraded=degraded, debug=debug)
+
+    @staticmethod
+    def _select(candidates: list[ScoredItem], recipe: RecallRecipe
+                ) -> tuple[list[ScoredItem], bool]:
+        """Above the threshold; if nothing passes, relax it once (halved)."""
+        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
+        passed = [c for c in ranked if c.score >= recipe.threshold]
+        if passed or not ranked:
+            return passed, False
+        return [c for c in ranked if c.score >= recipe.threshold / 2], True
+
+    def _most_used(self, scope: Scope, request: RecallRequest) -> list[ScoredItem]:
+        """The last resort: the user's most-used active facts."""
+        rows = self._vectors.query(Collection.FACTS, scope, RecordFilter(statuses=["active"]),
+                                   200)
+        items = [_item("facts", r) for r in rows if float(r.payload.get("weight", 1.0)) > 0]
+        items.sort(key=lambda i: (i.access_count, i.created_at or utcnow()), reverse=True)
+        return [i.model_copy(update={"score": 0.0}) for i in items[:3] if i.access_count > 0]
+
+

@@ -1,0 +1,132 @@
+"""The shard as single writer: explicit intents at turn time, forgetting, delete cascades."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.sessions import SessionShardService
+from strata.layers.summarize import RuleSummarizer
+from strata.models import Collection, MemoryKind, RecallRequest, Scope
+from strata.recall.service import RecallService
+from strata.settings import Settings
+from strata.stores.embedders import HashEmbedder
+from strata.stores.memory import InMemoryVectorStore
+from strata.stores.redis import QUEUE_HIGH, RedisStore
+
+U = Scope(tenant="t", user="u")
+EMB = HashEmbedder(64)
+
+
+@pytest.fixture
+def vectors() -> InMemoryVectorStore:
+    store = InMemoryVectorStore()
+    store.ensure_collections(64)
+    return store
+
+
+@pytest.fixture
+def shard(redis_store: RedisStore, vectors: InMemoryVectorStore) -> SessionShardService:
+    lt = LongTermMemory(vectors, EMB)
+    return SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)
+
+
+def recall(vectors: InMemoryVectorStore, query: str, **kw: object) -> list[str]:
+    req = RecallRequest(user_id=U.user, query=query, **kw)  # type: ignore[arg-type]
+    resp = RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist())
+    return [i.text for i in resp.items]
+
+
+def test_explicit_remember_is_written_before_the_turn_returns(
+        shard: SessionShardService, redis_store: RedisStore) -> None:
+    ack = shard.append_turn(U, "s1", "user", "Remember that I'm allergic to peanuts.")
+    assert ack.intents.remembered and not ack.intents.deferred
+    fact = shard.longterm.facts.current(U, "constraint.allergy:peanuts")
+    assert fact is not None and fact.provenance.turn_ids == [ack.turn_id]
+    assert redis_store.queue_depth(QUEUE_HIGH, "extractors").backlog == 0
+
+
+def test_plain_statements_wait_for_the_session_end(shard: SessionShardService) -> None:
+    shard.append_turn(U, "s1", "user", "I'm allergic to peanuts.")
+    assert shard.longterm.facts.current(U, "constraint.allergy:peanuts") is None
+
+
+def test_forget_intent_drops_weight_to_zero(shard: SessionShardService,
+                                            vectors: InMemoryVectorStore) -> None:
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE,
+                                        text="reported that the invoice export is broken"))
+    assert any("invoice" in t for t in recall(vectors, "invoice export problem"))
+    ack = shard.append_turn(U, "s2", "user", "the invoice export problem doesn't matter anymore")
+    assert ack.intents.forgotten
+    assert not any("invoice" in t for t in recall(vectors, "invoice export problem"))
+
+
+def test_delete_memory_cascades_to_turns_and_snapshot(
+        shard: SessionShardService, redis_store: RedisStore,
+        vectors: InMemoryVectorStore) -> None:
+    ack = shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
+    shard.append_turn(U, "s1", "user", "unrelated small talk")
+    fact = shard.longterm.list_items(U, MemoryKind.FACT)[0]
+    result = shard.delete_memory(U, fact.id)
+    assert result == {"deleted_versions": 1, "deleted_turns": 1}
+    shard.flush_snapshots()
+    assert not any("Bluefin" in r["turn"]["content"] for _, r in redis_store.wal_read(
+        "t:u:s1") if r["op"] == "turn")
+    view = shard.view(U, "s1")
+    assert [t.turn_id for t in view.window] == ["s1:2"] and ack.turn_id != "s1:2"
+    assert not any(b"Bluefin" in raw for _, raw in redis_store.dump_values())
+    assert vectors.count(Collection.FACTS, U) == 0
+    assert redis_store.audit_read(U.key)[-1]["action"] == "delete"
+
+
+def test_delete_user_leaves_no_text_anywhere(shard: SessionShardService,
+                                             redis_store: RedisStore,
+                                             vectors: InMemoryVectorStore) -> None:
+    shard.append_turn(U, "s1", "user", "Remember: my dog is called Biscuit.")
+    shard.append_turn(U, "s2", "user", "I live in Reykjavik.")
+    shard.close(U, "s2")
+    other = Scope(tenant="t", user="keep")
+    shard.append_turn(other, "s9", "user", "Remember: my cat is called Pickle.")
+    redis_store.recall_log_add(U.key, ["x"], "personal")
+    shard.delete_user(U)
+    dump = b" ".join(raw for _, raw in redis_store.dump_values())
+    assert b"Biscuit" not in dump and b"Reykjavik" not in dump
+    assert b"Pickle" in dump  # another user's memory is untouched
+    assert all(vectors.count(c, U) == 0 for c in Collection)
+    assert vectors.count(Collection.FACTS, other) == 1
+    assert redis_store.audit_read(U.key)[-1]["action"] == "delete_user"
+
+
+def test_memories_api_fact_edit_keeps_history(shard: SessionShardService) -> None:
+    created = shard.create_memory(U, MemoryCreate(kind=MemoryKind.FACT, key="diet",
+                                                  value="vegetarian"))
+    first = created["memory"]["id"]
+    edited = shard.update_memory(U, first, MemoryPatch(value="vegan"))
+    history = shard.memory_history(U, edited.id)
+    assert [(h.value, h.status.value) for h in history] == [("vegetarian", "superseded"),
+                                                           ("vegan", "active")]
+
+
+def test_memories_api_rejects_sensitive_data(shard: SessionShardService) -> None:
+    from strata.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        shard.create_memory(U, MemoryCreate(kind=MemoryKind.FACT, key="card",
+                                            value="4111 1111 1111 1111"))
+    assert shard.longterm.list_items(U) == []
+
+
+def test_procedure_cap_and_same_condition(shard: SessionShardService) -> None:
+    from strata.errors import Conflict, LimitExceeded
+
+    shard.longterm.procedures.cap = 2
+    spec = {"keywords": ["refund"], "steps": ["check order", "open ticket"]}
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.PROCEDURE, key="refunds", metadata=spec))
+    with pytest.raises(Conflict):
+        shard.create_memory(U, MemoryCreate(kind=MemoryKind.PROCEDURE, key="refunds2",
+                                            metadata=spec))
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.PROCEDURE, key="lag",
+                                        metadata={"keywords": ["lag"]}))
+    with pytest.raises(LimitExceeded):
+        shard.create_memory(U, MemoryCreate(kind=MemoryKind.PROCEDURE, key="x",
+                                            metadata={"keywords": ["x"]}))
