@@ -25,7 +25,7 @@ class ShardDirectory:
         self.handles = [
             SessionShardActor.options(  # type: ignore[attr-defined]
                 name=shard_name(i), namespace=namespace, get_if_exists=True,
-                lifetime="detached").remote(i, settings)
+                lifetime="detached").remote(i, settings, namespace)
             for i in range(shards)
         ]
 

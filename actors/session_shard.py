@@ -9,9 +9,12 @@ from typing import Any
 
 import ray
 
+from actors.store_owner import vector_store_for
+from strata.layers.memories import LongTermMemory
 from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import make_summarizer
 from strata.settings import Settings
+from strata.stores.embedders import make_embedder
 from strata.stores.redis import RedisStore
 
 __all__ = ["SessionShard", "SessionShardActor"]
@@ -23,11 +26,16 @@ SWEEP_EVERY_S = 30.0
 class SessionShard(SessionShardService):
     """Builds the shard's collaborators from settings and sweeps idle sessions in the background."""
 
-    def __init__(self, shard_id: int, settings: dict[str, Any],
+    def __init__(self, shard_id: int, settings: dict[str, Any], namespace: str | None = None,
                  sweep_every_s: float = SWEEP_EVERY_S) -> None:
         parsed = Settings(**settings)
+
+        def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
+            embedder = make_embedder(parsed)
+            return LongTermMemory(vector_store_for(parsed, embedder.dim, namespace), embedder)
+
         super().__init__(shard_id, parsed, RedisStore(parsed.redis_url, parsed.redis_prefix),
-                         make_summarizer(parsed))
+                         make_summarizer(parsed), longterm=longterm)
         self._stop = threading.Event()
         threading.Thread(target=self._sweeper, args=(sweep_every_s,), daemon=True).start()
 

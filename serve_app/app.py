@@ -9,6 +9,7 @@ from ray.serve import Application
 
 from serve_app.embedder import EmbedderDeployment
 from serve_app.ingress import IngressDeployment
+from serve_app.recall import RecallDeployment
 from strata.settings import Settings
 
 __all__ = ["AppArgs", "build_app"]
@@ -25,6 +26,7 @@ class AppArgs(BaseModel):
     namespace: str | None = "strata"
     embedder_replicas: int = Field(default=1, ge=1)
     ingress_replicas: int = Field(default=1, ge=1)
+    recall_replicas: int = Field(default=1, ge=1)
 
 
 def deployment_settings(args: AppArgs) -> dict[str, Any]:
@@ -37,5 +39,7 @@ def build_app(args: dict[str, Any] | AppArgs) -> Application:
     parsed = args if isinstance(args, AppArgs) else AppArgs.model_validate(args)
     settings = deployment_settings(parsed)
     embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas).bind(settings)
-    return IngressDeployment.options(num_replicas=parsed.ingress_replicas).bind(
+    recall = RecallDeployment.options(num_replicas=parsed.recall_replicas).bind(
         settings, embedder, parsed.namespace)
+    return IngressDeployment.options(num_replicas=parsed.ingress_replicas).bind(
+        settings, embedder, recall, parsed.namespace)

@@ -21,7 +21,10 @@ from ray.exceptions import RayActorError, RayTaskError
 from actors.directory import ShardDirectory
 from actors.store_owner import vector_store_for
 from strata.auth import Principal, authenticate, scope_for
-from strata.errors import BackendUnavailable, StrataError
+from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
+from strata.layers.memories import MemoryCreate, MemoryPatch
+from strata.models import MemoryKind, RecallRequest, RecallResponse, Scope
+from strata.recall.recipes import RECIPES
 from strata.runtime import check_ready
 from strata.settings import Settings
 from strata.stores.redis import RedisStore
@@ -84,9 +87,12 @@ async def _resolve(ref: Any) -> Any:
 class IngressService:
     """Routes HTTP to Strata's services."""
 
-    def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
+    def __init__(self, settings: dict[str, Any], embedder: Any, recall: Any,
+                 namespace: str | None) -> None:
         self._settings = Settings(**settings)
         self._embedder = embedder
+        self._recall = recall
+        self._background: set[asyncio.Task[Any]] = set()
         self._namespace = namespace
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
         self._shards = ShardDirectory(settings, self._settings.session_shards, namespace)
@@ -164,6 +170,111 @@ class IngressService:
         state = await _resolve(self._shards.for_scope(scope).patch_task_state.remote(
             scope, session_id, body.patch))
         return {"session_id": session_id, "task_state": state}
+
+
+    # -- recall --------------------------------------------------------------------------------
+    @api.post("/v1/recall")
+    async def recall(self, body: RecallRequest, request: Request) -> dict[str, Any]:
+        scope = scope_for(self._principal(request), body.user_id)
+        if body.recipe is not None and body.recipe not in RECIPES:
+            raise InvalidInput(f"unknown recipe {body.recipe!r}; one of {sorted(RECIPES)}")
+        shard = self._shards.for_scope(scope)
+        working = None
+        if body.session_id:
+            try:
+                working = await _resolve(shard.view.remote(scope, body.session_id))
+            except NotFound:
+                working = None
+        try:
+            response: RecallResponse = await self._recall.recall.remote(
+                scope, body, working, body.recipe)
+        except Exception as exc:  # a store that is down: working memory only, not a 500
+            if isinstance(exc, StrataError) and not isinstance(exc, BackendUnavailable):
+                raise
+            logger.warning("recall degraded: %s", exc)
+            response = await self._recall_working_only(scope, body, working)
+        self._after_recall(scope, response)
+        return response.model_dump(mode="json")
+
+    async def _recall_working_only(self, scope: Scope, body: RecallRequest,
+                                   working: Any) -> RecallResponse:
+        from strata.recall.context import ContextBuilder
+
+        builder = ContextBuilder(body.budget_tokens)
+        if working is not None:
+            builder.add_working(working.window, working.summary, working.pinned,
+                                working.task_state)
+        return RecallResponse(context=builder.render(), items=[], route="degraded",
+                              layers=["working"] if working is not None else [], degraded=True)
+
+    def _after_recall(self, scope: Scope, response: RecallResponse) -> None:
+        """Reinforce what was returned (through the user's shard) and log ids, no text."""
+        ids = [i.id for i in response.items if i.layer in ("facts", "episodes", "procedures")]
+        if not ids:
+            return
+        self._shards.for_scope(scope).reinforce.remote(scope, ids)
+        task = asyncio.create_task(asyncio.to_thread(
+            self._redis.recall_log_add, scope.key, ids, response.route))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- memories ------------------------------------------------------------------------------
+    def _memory_scope(self, request: Request, user_id: str,
+                      kind: MemoryKind | None = None) -> Scope:
+        principal = self._principal(request)
+        if kind is MemoryKind.PROCEDURE:
+            principal.require_admin()
+        return scope_for(principal, user_id)
+
+    @api.post("/v1/users/{user_id}/memories")
+    async def create_memory(self, user_id: str, body: MemoryCreate,
+                            request: Request) -> dict[str, Any]:
+        scope = self._memory_scope(request, user_id, body.kind)
+        result: dict[str, Any] = await _resolve(
+            self._shards.for_scope(scope).create_memory.remote(scope, body))
+        return result
+
+    @api.get("/v1/users/{user_id}/memories")
+    async def list_memories(self, user_id: str, request: Request, kind: MemoryKind | None = None,
+                            status: str | None = None, q: str | None = None,
+                            limit: int = 100) -> dict[str, Any]:
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000")
+        scope = self._memory_scope(request, user_id)
+        items = await _resolve(self._shards.for_scope(scope).list_memories.remote(
+            scope, kind, status, q, limit))
+        return {"memories": [i.model_dump(mode="json") for i in items]}
+
+    @api.get("/v1/users/{user_id}/memories/{memory_id}/history")
+    async def memory_history(self, user_id: str, memory_id: str,
+                             request: Request) -> dict[str, Any]:
+        scope = self._memory_scope(request, user_id)
+        items = await _resolve(self._shards.for_scope(scope).memory_history.remote(
+            scope, memory_id))
+        return {"versions": [i.model_dump(mode="json") for i in items]}
+
+    @api.patch("/v1/users/{user_id}/memories/{memory_id}")
+    async def update_memory(self, user_id: str, memory_id: str, body: MemoryPatch,
+                            request: Request) -> dict[str, Any]:
+        scope = self._memory_scope(request, user_id)
+        item = await _resolve(self._shards.for_scope(scope).update_memory.remote(
+            scope, memory_id, body))
+        return {"memory": item.model_dump(mode="json")}
+
+    @api.delete("/v1/users/{user_id}/memories/{memory_id}")
+    async def delete_memory(self, user_id: str, memory_id: str,
+                            request: Request) -> dict[str, Any]:
+        scope = self._memory_scope(request, user_id)
+        result: dict[str, Any] = await _resolve(
+            self._shards.for_scope(scope).delete_memory.remote(scope, memory_id))
+        return {"deleted": memory_id, **result}
+
+    @api.delete("/v1/users/{user_id}")
+    async def delete_user(self, user_id: str, request: Request) -> dict[str, Any]:
+        scope = self._memory_scope(request, user_id)
+        result: dict[str, Any] = await _resolve(
+            self._shards.for_scope(scope).delete_user.remote(scope))
+        return {"deleted_user": user_id, **result}
 
 
 IngressDeployment = serve.deployment(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -12,6 +13,7 @@ import ray
 from ray import serve
 
 from actors.directory import ShardDirectory
+from actors.extractor import start_extractors
 from actors.store_owner import OWNER_NAME, start_store_owner
 from serve_app.app import AppArgs, build_app
 from strata.runtime import LocalServices
@@ -40,6 +42,7 @@ def start(settings: Settings) -> None:
         ray.get(owner.call.remote("ping"))
     # the shard pool is created here (and found by the ingress) so it exists before traffic
     ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, NAMESPACE)
+    start_extractors(settings, settings.extractors, NAMESPACE)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
     app = build_app(AppArgs(settings=settings.model_dump(mode="json"), namespace=NAMESPACE))
     serve.run(app, name="strata", route_prefix="/")
@@ -49,6 +52,10 @@ def stop(settings: Settings, shutdown_ray: bool = True) -> None:
     """Tear down the Serve app, the shards (snapshotting them) and the store owner."""
     try:
         serve.shutdown()
+        for i in range(settings.extractors):
+            with contextlib.suppress(ValueError):
+                ray.kill(ray.get_actor(f"strata-extractor-{i}", namespace=NAMESPACE),
+                         no_restart=True)
         ShardDirectory(settings.model_dump(mode="json"), settings.session_shards,
                        NAMESPACE).shutdown()
     finally:

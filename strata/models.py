@@ -239,6 +239,7 @@ class RecallRequest(BaseModel):
     top_k: int = Field(default=10, ge=1, le=100)
     debug: bool = False
     include_cold: bool = False
+    recipe: str | None = Field(default=None, description="a named recall recipe")
 
 
 class RecallItem(BaseModel):

@@ -63,6 +63,7 @@ class Settings(BaseSettings):
     # Working memory (the seeds: a window of 6–10 turns).
     window_turns: int = Field(default=8, ge=6, le=10)
     session_shards: int = Field(default=2, ge=1, le=256)
+    extractors: int = Field(default=1, ge=0, le=64)
     session_ttl_s: float = Field(default=600.0, gt=0, description="idle → snapshot + evict")
     session_idle_extract_s: float = Field(default=1800.0, gt=0,
                                           description="idle → intermediate extraction")

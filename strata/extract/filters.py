@@ -18,6 +18,7 @@ from strata.extract.pii import find_pii, redact
 from strata.extract.rules import RuleExtractor
 from strata.layers.summarize import salient_score
 from strata.models import MemoryKind, Source
+from strata.tokens import count_tokens
 
 __all__ = ["FilterReport", "WriteFilter", "quality_score", "three_questions"]
 
@@ -34,7 +35,7 @@ def quality_score(candidate: Candidate) -> float:
     if candidate.key:
         score += 0.2
     score += min(0.2, 0.05 * salient_score(text))
-    if len(text) < 8:
+    if count_tokens(text) < 3:  # tokens, not characters: "我搬到上海了" says a lot
         score -= 0.3
     if _GREETING.match(text) and len(text) < 30:
         score -= 0.4

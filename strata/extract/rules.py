@@ -179,9 +179,13 @@ class RuleExtractor:
                 if not groups:
                     continue
                 obj = _norm(groups[0])
-                key = rule.key.format(obj, *(_norm(g) for g in groups[1:]))
-                value = (rule.value.format(*groups[1:]) if rule.value and "{" in rule.value
-                         else rule.value or groups[0].strip())
+                try:
+                    key = rule.key.format(obj, *(_norm(g) for g in groups[1:]))
+                    value = (rule.value.format(*(g.strip() for g in groups))
+                             if rule.value and "{" in rule.value
+                             else rule.value or groups[0].strip())
+                except (IndexError, KeyError):  # a rule whose groups did not all match
+                    continue
                 if key in found:
                     continue
                 found[key] = Candidate(

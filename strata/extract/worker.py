@@ -77,24 +77,25 @@ def _after(a: str, b: str) -> bool:
 
 
 class ExtractionWorker:
-    """One consumer of ``q:ltm:low`` in the ``extractors`` group."""
+    """One consumer of a long-term write queue (``q:ltm:low`` by default), group ``extractors``."""
 
     def __init__(self, redis: RedisStore, extractor: Extractor,
                  write: Callable[[Scope, list[Candidate]], WriteSummary], consumer: str,
-                 claim_idle_ms: int = 60_000) -> None:
+                 claim_idle_ms: int = 60_000, queue: str = QUEUE_LOW) -> None:
+        self._queue = queue
         self._redis = redis
         self._extractor = extractor
         self._write = write
         self._consumer = consumer
         self._claim_idle_ms = claim_idle_ms
-        redis.ensure_group(QUEUE_LOW, GROUP)
+        redis.ensure_group(queue, GROUP)
 
     def run_once(self, count: int = 10, block_ms: int | None = None) -> int:
         """Process stale entries of dead consumers first, then new ones; returns how many."""
-        messages = self._redis.claim_stale(QUEUE_LOW, GROUP, self._consumer,
+        messages = self._redis.claim_stale(self._queue, GROUP, self._consumer,
                                            self._claim_idle_ms, count)
         if not messages:
-            messages = self._redis.consume(QUEUE_LOW, GROUP, self._consumer, count, block_ms)
+            messages = self._redis.consume(self._queue, GROUP, self._consumer, count, block_ms)
         for message in messages:
             self._handle(message)
         return len(messages)
@@ -103,7 +104,7 @@ class ExtractionWorker:
         if message.deliveries > MAX_DELIVERIES:
             logger.error("dropping extraction job %s after %s deliveries", message.id,
                          message.deliveries)
-            self._redis.ack(QUEUE_LOW, GROUP, [message.id])
+            self._redis.ack(self._queue, GROUP, [message.id])
             return
         job = message.payload
         scope = Scope(tenant=job["tenant"], user=job["user_id"])
@@ -115,4 +116,4 @@ class ExtractionWorker:
             logger.exception("extraction job %s failed", message.id)
             return
         logger.info("job %s: %s", message.id, summary.model_dump())
-        self._redis.ack(QUEUE_LOW, GROUP, [message.id])
+        self._redis.ack(self._queue, GROUP, [message.id])

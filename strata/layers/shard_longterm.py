@@ -85,6 +85,9 @@ class LongTermShardOps:
         except StrataError as exc:
             logger.warning("explicit intent deferred to the queue: %s", exc.detail)
             result.deferred = True
+        except Exception:  # the turn is durable; the queued job retries the intent
+            logger.exception("explicit intent failed; deferred to the queue")
+            result.deferred = True
         if result.forgotten:
             self._redis.audit(scope.key, action="forget_intent", count=len(result.forgotten),
                               at=utcnow().isoformat())

@@ -33,10 +33,12 @@ _CONTINUATION = re.compile(
     r"you just said|as you said|what did you mean|the previous answer|that last)\b", re.I)
 _PERSONAL = re.compile(
     r"我(之前|上次|以前|曾经|说过|告诉过|喜欢|讨厌|住|的)|我是不是|还记得|记得我|"
-    r"\b(my|mine|did i|have i|was i|am i|do i|i told you|remember when|about me|for me|"
+    r"\b(my|mine|did i|have i|was i|am i|(?<!how )(?<!what )do i|i told you|remember when|"
+    r"about me|for me|"
     r"what do i|when did i|where did i|who did i)\b", re.I)
 _KNOWLEDGE = re.compile(
-    r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|\b(how (do|to|can|does)|what is|"
+    r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|"
+    r"\b(how (do|to|can|does)|what is|"
     r"what are|docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
     r"supported|error code|api)\b", re.I)
 

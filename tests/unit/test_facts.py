@@ -107,3 +107,10 @@ def test_remember_intent_note() -> None:
     found = RuleExtractor().extract([turn])
     assert any(c.intent is Intent.REMEMBER and c.key and "季度报告" in (c.value or "")
                for c in found)
+
+
+def test_two_group_rule_and_never_crashing_extractor() -> None:
+    turn = Turn(turn_id="1", session_id="s", user_id="u", role=Role.USER,
+                content="Remember that my favourite colour is teal.")
+    found = {c.key: c.value for c in RuleExtractor().extract([turn]) if c.key}
+    assert found["favorite.colour"] == "teal"

@@ -1,0 +1,67 @@
+"""Extractor actors: consume the long-term write queues and write through the user's shard."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import ray
+
+from actors.directory import ShardDirectory
+from strata.extract.base import Candidate
+from strata.extract.rules import RuleExtractor
+from strata.extract.worker import ExtractionWorker, WriteSummary
+from strata.models import Scope
+from strata.settings import Settings
+from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+
+__all__ = ["Extractor", "ExtractorActor", "start_extractors"]
+
+logger = logging.getLogger(__name__)
+
+
+class Extractor:
+    """A consumer loop over both queues; the writes happen in the user's shard."""
+
+    def __init__(self, settings: dict[str, Any], namespace: str | None, consumer: str,
+                 claim_idle_ms: int = 60_000) -> None:
+        parsed = Settings(**settings)
+        self._redis = RedisStore(parsed.redis_url, parsed.redis_prefix)
+        self._shards = ShardDirectory(settings, parsed.session_shards, namespace)
+        self._workers = [
+            ExtractionWorker(self._redis, RuleExtractor(), self._write, consumer, claim_idle_ms,
+                             queue=queue) for queue in (QUEUE_HIGH, QUEUE_LOW)]
+        self._stop = threading.Event()
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _write(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
+        summary: WriteSummary = ray.get(
+            self._shards.for_scope(scope).write_longterm.remote(scope, candidates))
+        return summary
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = sum(w.run_once(block_ms=None) for w in self._workers)
+                if not busy:
+                    self._stop.wait(0.5)
+            except Exception:  # keep consuming; pending entries are retried or claimed
+                logger.exception("extractor loop error")
+                self._stop.wait(2.0)
+
+    def run_once(self) -> int:
+        return sum(w.run_once() for w in self._workers)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+
+ExtractorActor = ray.remote(max_restarts=-1, num_cpus=0, max_concurrency=2)(Extractor)
+
+
+def start_extractors(settings: Settings, count: int, namespace: str | None) -> list[Any]:
+    dumped = settings.model_dump(mode="json")
+    return [ExtractorActor.options(  # type: ignore[attr-defined]
+        name=f"strata-extractor-{i}", namespace=namespace, get_if_exists=True,
+        lifetime="detached").remote(dumped, namespace, f"extractor-{i}") for i in range(count)]

@@ -1,0 +1,46 @@
+"""Recall deployment: embeds the query (batched by the Embedder deployment) and runs the
+RecallService in a thread (its store calls block)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ray import serve
+
+from actors.store_owner import vector_store_for
+from strata.models import RecallRequest, RecallResponse, Scope
+from strata.recall.recipes import RECIPES
+from strata.recall.service import RecallService
+from strata.settings import Settings
+
+__all__ = ["RecallDeployment", "RecallEndpoint"]
+
+
+class RecallEndpoint:
+    """Holds one RecallService over the configured vector store."""
+
+    def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
+        self._settings = Settings(**settings)
+        self._embedder = embedder
+        self._namespace = namespace
+        self._service: RecallService | None = None
+
+    async def _get_service(self) -> RecallService:
+        if self._service is None:
+            info = await self._embedder.info.remote()
+            vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
+            self._service = RecallService(vectors)
+        return self._service
+
+    async def recall(self, scope: Scope, request: RecallRequest, working: Any,
+                     recipe: str | None = None) -> RecallResponse:
+        service = await self._get_service()
+        vector = await self._embedder.embed.remote(request.query)
+        chosen = RECIPES[recipe] if recipe else None
+        return await asyncio.to_thread(service.recall, scope, request, vector, working, chosen)
+
+
+RecallDeployment = serve.deployment(
+    name="Recall", ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64
+)(RecallEndpoint)

@@ -1,0 +1,253 @@
+"""Scenario tests through the HTTP API with the real MiniLM model, in both languages.
+
+Each test fails without the rule it names (conflict resolution, observation area, write
+filters, forgetting cascade, tenant isolation).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import ray
+
+from actors.store_owner import OWNER_NAME
+from serve_app import main
+from strata.models import Collection
+from strata.settings import Settings
+from strata.stores.redis import QUEUE_LOW, RedisStore
+from strata.stores.redis_server import EmbeddedRedis, free_port
+
+KEYS = {"key-acme": {"tenant": "acme", "role": "admin"},
+        "key-acme-agent": {"tenant": "acme", "role": "agent"},
+        "key-globex": {"tenant": "globex", "role": "admin"}}
+ACME = {"Authorization": "Bearer key-acme"}
+GLOBEX = {"Authorization": "Bearer key-globex"}
+
+
+class Api:
+    def __init__(self, base: str, redis: RedisStore) -> None:
+        self.base = base
+        self.redis = redis
+        self.http = httpx.Client(base_url=base, timeout=60)
+
+    def say(self, user: str, session: str, text: str, role: str = "user",
+            headers: dict[str, str] = ACME) -> dict[str, Any]:
+        resp = self.http.post(f"/v1/sessions/{session}/turns", headers=headers,
+                              json={"user_id": user, "role": role, "content": text})
+        assert resp.status_code == 200, resp.text
+        return resp.json()  # type: ignore[no-any-return]
+
+    def close(self, user: str, session: str, headers: dict[str, str] = ACME) -> None:
+        resp = self.http.post(f"/v1/sessions/{session}/close", headers=headers,
+                              json={"user_id": user})
+        assert resp.status_code == 200, resp.text
+
+    def memories(self, user: str, headers: dict[str, str] = ACME, **params: str
+                 ) -> list[dict[str, Any]]:
+        resp = self.http.get(f"/v1/users/{user}/memories", headers=headers, params=params)
+        assert resp.status_code == 200, resp.text
+        return resp.json()["memories"]  # type: ignore[no-any-return]
+
+    def recall(self, user: str, query: str, headers: dict[str, str] = ACME,
+               **extra: Any) -> dict[str, Any]:
+        resp = self.http.post("/v1/recall", headers=headers,
+                              json={"user_id": user, "query": query, **extra})
+        assert resp.status_code == 200, resp.text
+        return resp.json()  # type: ignore[no-any-return]
+
+    def wait_for(self, check: Callable[[], bool], timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            assert time.monotonic() < deadline, "extraction did not finish in time"
+            time.sleep(0.3)
+
+    def drained(self) -> bool:
+        depth = self.redis.queue_depth(QUEUE_LOW, "extractors")
+        return depth.backlog == 0
+
+
+def milvus_texts() -> str:
+    """Every text and payload in every collection, read inside the StoreOwner process."""
+    def scan(owner: Any) -> str:
+        store = owner._store
+        out = []
+        for collection in Collection:
+            rows = store._client.query(store.name(collection), filter='pk != ""',
+                                       output_fields=["pk", "text", "payload"], limit=16384)
+            out.extend(json.dumps(r, ensure_ascii=False, default=str) for r in rows)
+        return "\n".join(out)
+
+    owner = ray.get_actor(OWNER_NAME, namespace=main.NAMESPACE)
+    return ray.get(owner.__ray_call__.remote(scan))  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    tmp = tmp_path_factory.mktemp("scenarios")
+    redis_server = EmbeddedRedis(tmp / "redis").start()
+    port = free_port()
+    settings = Settings(data_dir=tmp, embedder="minilm", http_port=port,
+                        redis_url=redis_server.url, api_keys=KEYS)  # type: ignore[arg-type]
+    main.start(settings)
+    client = Api(f"http://127.0.0.1:{port}", RedisStore(redis_server.url, settings.redis_prefix))
+    deadline = time.monotonic() + 120
+    while client.http.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    try:
+        yield client
+    finally:
+        main.stop(settings, shutdown_ray=False)
+        client.redis.close()
+        redis_server.stop()
+
+
+def test_allergy_is_recalled_in_a_later_session_about_dinner(api: Api) -> None:
+    api.say("ann", "a1", "Hi! Just so you know, I'm allergic to peanuts.")
+    api.say("ann", "a1", "Noted, I will keep that in mind.", role="assistant")
+    api.close("ann", "a1")
+    api.wait_for(lambda: any("peanut" in m["text"] for m in api.memories("ann", kind="fact")))
+    api.say("ann", "a2", "Can you suggest something to cook for dinner tonight?")
+    answer = api.recall("ann", "What should I cook for dinner tonight?", session_id="a2")
+    assert "allergic to peanuts" in answer["context"]
+    fact = next(i for i in answer["items"] if "peanuts" in i["text"] and i["layer"] == "facts")
+    assert fact["provenance"]["session_id"] == "a1"
+    assert fact["provenance"]["turn_ids"] == ["a1:1"]
+
+
+def test_moving_city_keeps_history(api: Api) -> None:
+    api.say("bo", "b1", "我住在北京")
+    api.close("bo", "b1")
+    api.wait_for(lambda: bool(api.memories("bo", kind="fact")))
+    api.say("bo", "b2", "我搬到上海了")  # a stated change: applied at once
+    facts = api.memories("bo", kind="fact", status="active")
+    assert [f["value"] for f in facts if f["key"] == "location.home"] == ["上海"]
+    history = api.http.get(f"/v1/users/bo/memories/{facts[0]['id']}/history",
+                           headers=ACME).json()["versions"]
+    assert [(v["value"], v["status"]) for v in history] == [("北京", "superseded"),
+                                                           ("上海", "active")]
+
+
+def test_explicit_override_in_chinese(api: Api) -> None:
+    api.say("cy", "c1", "记住，我住在杭州")
+    assert [f["value"] for f in api.memories("cy", kind="fact", status="active")] == ["杭州"]
+    ack = api.say("cy", "c1", "我之前说的不算，我住在南京")
+    assert ack["intents"]["remembered"]
+    active = api.memories("cy", kind="fact", status="active")
+    assert [f["value"] for f in active] == ["南京"]
+    assert [f["value"] for f in api.memories("cy", kind="fact", status="superseded")] == ["杭州"]
+
+
+def test_low_confidence_needs_confirming_twice(api: Api) -> None:
+    def active_status() -> list[str]:
+        return [f["value"] for f in api.memories("dee", kind="fact", status="active")
+                if f["key"] == "work.status"]
+
+    for n in range(1, 4):
+        api.say("dee", f"d{n}", "我可能下个月离职")
+        api.close("dee", f"d{n}")
+        api.wait_for(api.drained)
+        if n < 3:
+            assert active_status() == [], f"a fact after {n} mention(s)"
+    assert active_status() == ["leaving the job"]
+
+
+def test_assistant_guess_is_never_a_fact(api: Api) -> None:
+    api.say("eve", "e1", "I grew up near the coast. I love sailing.")
+    api.say("eve", "e1", "You might be from the south, I guess you live in Texas.",
+            role="assistant")
+    api.close("eve", "e1")
+    api.wait_for(api.drained)
+    texts = " ".join(m["text"] + str(m.get("value")) for m in api.memories("eve"))
+    assert "sailing" in texts
+    assert "south" not in texts and "Texas" not in texts
+
+
+def test_sensitive_data_never_reaches_long_term(api: Api) -> None:
+    secrets = ["11010519491231002X", "4111 1111 1111 1111", "hunter2-secret"]
+    api.say("fay", "f1", f"我的身份证号是{secrets[0]}，记住我的银行卡 {secrets[1]}")
+    api.say("fay", "f1", f"Remember that my password is {secrets[2]}")
+    api.say("fay", "f1", "I'm allergic to shellfish.")
+    api.close("fay", "f1")
+    api.wait_for(api.drained)
+    assert any("shellfish" in m["text"] for m in api.memories("fay"))
+    listing = json.dumps(api.memories("fay"), ensure_ascii=False)
+    recalled = json.dumps(api.recall("fay", "what is my ID card, bank card and password?",
+                                     debug=True), ensure_ascii=False)
+    stored = milvus_texts()
+    for secret in secrets:
+        assert secret not in listing and secret not in recalled and secret not in stored
+
+
+def test_redelivered_job_yields_no_duplicates(api: Api) -> None:
+    api.say("gil", "g1", "My name is Gil Grant and I live in Oslo.")
+    api.close("gil", "g1")
+    api.wait_for(api.drained)
+    before = api.memories("gil")
+    job = {"type": "extract_session", "reason": "close", "tenant": "acme", "user_id": "gil",
+           "session_id": "g1", "wal_from": "0", "wal_to": "99999999999999-0"}
+    api.redis.enqueue(QUEUE_LOW, job)
+    api.redis.enqueue(QUEUE_LOW, job)
+    api.wait_for(api.drained)
+    after = api.memories("gil")
+    assert sorted(m["id"] for m in after) == sorted(m["id"] for m in before)
+
+
+def test_delete_user_leaves_no_text_in_milvus_or_redis(api: Api) -> None:
+    api.say("hal", "h1", "Remember that my cat is called Zanzibar-Whiskers.")
+    api.say("hal", "h2", "I live in Quitoville and I love tango.")
+    api.close("hal", "h2")
+    api.wait_for(api.drained)
+    api.recall("hal", "what is my cat called?")
+    assert "Zanzibar-Whiskers" in milvus_texts()
+    resp = api.http.delete("/v1/users/hal", headers=ACME)
+    assert resp.status_code == 200 and resp.json()["memories"] >= 1
+    for needle in ("Zanzibar-Whiskers", "Quitoville"):
+        assert needle not in milvus_texts()
+        assert not any(needle.encode() in raw for _, raw in api.redis.dump_values())
+    assert api.memories("hal") == []
+    assert api.recall("hal", "cat")["items"] == []
+
+
+def test_memory_edit_and_delete_through_the_api(api: Api) -> None:
+    created = api.http.post("/v1/users/ivy/memories", headers=ACME, json={
+        "kind": "fact", "key": "diet", "value": "vegetarian",
+        "text": "Ivy is vegetarian"}).json()["memory"]
+    edited = api.http.patch(f"/v1/users/ivy/memories/{created['id']}", headers=ACME,
+                            json={"value": "vegan", "text": "Ivy is vegan"}).json()["memory"]
+    assert "vegan" in api.recall("ivy", "what diet does Ivy follow?")["context"]
+    assert api.http.delete(f"/v1/users/ivy/memories/{edited['id']}",
+                           headers=ACME).status_code == 200
+    assert "vegan" not in api.recall("ivy", "what diet does Ivy follow?")["context"]
+    assert api.http.get(f"/v1/users/ivy/memories/{edited['id']}/history",
+                        headers=ACME).status_code == 404
+
+
+def test_two_tenants_with_the_same_user_id_never_meet(api: Api) -> None:
+    api.say("same", "t1", "Remember that my locker code word is Marmalade.", headers=ACME)
+    api.say("same", "t1", "Remember that my favourite colour is teal.", headers=GLOBEX)
+    acme_view = json.dumps([api.memories("same"), api.recall("same", "locker colour",
+                                                             debug=True)])
+    globex_view = json.dumps([api.memories("same", headers=GLOBEX),
+                              api.recall("same", "locker colour", headers=GLOBEX, debug=True)])
+    assert "Marmalade" in acme_view and "teal" not in acme_view
+    assert "teal" in globex_view and "Marmalade" not in globex_view
+    wm = api.http.get("/v1/sessions/t1/working-memory", params={"user_id": "same"},
+                      headers=GLOBEX).json()
+    assert "Marmalade" not in json.dumps(wm)
+
+
+def test_procedures_need_admin_and_show_in_recall(api: Api) -> None:
+    body = {"kind": "procedure", "key": "refund-flow",
+            "metadata": {"keywords": ["refund"], "steps": ["look up the order",
+                                                           "offer store credit first"]}}
+    agent = {"Authorization": "Bearer key-acme-agent"}
+    assert api.http.post("/v1/users/jo/memories", headers=agent, json=body).status_code == 403
+    assert api.http.post("/v1/users/jo/memories", headers=ACME, json=body).status_code == 200
+    answer = api.recall("jo", "I want a refund for my order")
+    assert "offer store credit first" in answer["context"]
