@@ -121,6 +121,14 @@ def _wait_background(col: Any | None, fallback_s: float = 3.0) -> float:
     return time.perf_counter() - started
 
 
+def _bg_marker(col: Any | None) -> Any | None:
+    """A future that completes once milvus-lite's (single-threaded) bg worker is idle."""
+    try:
+        return col._bg_executor.submit(lambda: None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _release(path: str) -> None:
     try:
         from milvus_lite import server_manager_instance as mgr
@@ -149,7 +157,11 @@ class CaseResult:
     engine_unflushed: int | None      # MemTable rows just before flush (sanity check)
     flush_s: float                    # median over runs
     first_dense_after_flush_ms: float  # median over runs; bg index build still running
-    bg_settle_s: float                # median over runs
+    during_bg_dense_ms: float         # p50 of dense searches while the bg build ran (pooled)
+    during_bg_queries: int            # how many searches that was (0: the build was quick)
+    bg_settle_s: float                # median over runs: flush end -> bg worker idle
+    id_check_unflushed_ms: float      # store.get of 500 absent ids (insert's conflict check)
+    id_check_flushed_ms: float
     unflushed: Latencies = field(default_factory=Latencies)
     flushed: Latencies = field(default_factory=Latencies)
 
@@ -228,17 +240,37 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
         unflushed = Latencies(_time_queries(dense, args.queries, args.warmup),
                               _time_queries(lexical, args.queries, args.warmup))
         engine_unflushed = _memtable_rows(col)
+        absent = [f"absent{i}" for i in range(args.batch)]
+
+        def id_check() -> float:
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                store.get(COLLECTION, query_scope, absent)
+                times.append(time.perf_counter() - t0)
+            return statistics.median(times)
+
+        id_unflushed = id_check()
 
         t0 = time.perf_counter()
         store.flush(COLLECTION)
-        flush_s = time.perf_counter() - t0
+        flush_done = time.perf_counter()
+        flush_s = flush_done - t0
+        marker = _bg_marker(col)
         t0 = time.perf_counter()
         dense(-8)
         first_after = time.perf_counter() - t0
-        settle = _wait_background(col)
+        during: list[float] = []
+        while marker is not None and not marker.done() and len(during) < args.queries:
+            t0 = time.perf_counter()
+            dense(len(during) % args.queries)
+            during.append(time.perf_counter() - t0)
+        _wait_background(col)
+        settle = time.perf_counter() - flush_done
 
         flushed = Latencies(_time_queries(dense, args.queries, args.warmup),
                             _time_queries(lexical, args.queries, args.warmup))
+        id_flushed = id_check()
         return {
             "scope_rows": scope_rows,
             "batch_rows": max((len(idx) for _, idx in plan), default=0),
@@ -248,6 +280,9 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
             "flush_s": flush_s,
             "first_after": first_after,
             "settle": settle,
+            "during": during,
+            "id_unflushed": id_unflushed,
+            "id_flushed": id_flushed,
             "unflushed": unflushed,
             "flushed": flushed,
         }
@@ -268,7 +303,11 @@ def run_case(n: int, layout: str, args: argparse.Namespace) -> CaseResult:
         last_batch_rows_per_s=med("last_batch_rows_per_s"),
         engine_unflushed=outs[0]["engine_unflushed"],
         flush_s=med("flush_s"), first_dense_after_flush_ms=med("first_after") * 1000,
-        bg_settle_s=med("settle"))
+        during_bg_dense_ms=_ms([x for o in outs for x in o["during"]], 50),
+        during_bg_queries=sum(len(o["during"]) for o in outs),
+        bg_settle_s=med("settle"),
+        id_check_unflushed_ms=med("id_unflushed") * 1000,
+        id_check_flushed_ms=med("id_flushed") * 1000)
     for o in outs:  # latencies: pooled over the runs
         for phase in ("unflushed", "flushed"):
             getattr(res, phase).dense.extend(o[phase].dense)
@@ -367,19 +406,32 @@ def render(results: list[CaseResult], fragments: list[dict[str, Any]],
                      f"{_ratio(r.unflushed.dense, r.flushed.dense)} |")
     lines += [
         "",
-        "Lexical (BM25) search (ms, p50 / p95), flush and insert",
+        "Lexical (BM25) search (ms, p50 / p95)",
         "",
-        "| layout | unflushed N | unflushed | flushed | p50 ratio | flush() s | "
-        "1st dense after flush ms | bg index s | insert rows/s (last batch) | batch |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| layout | unflushed N | unflushed | flushed | p50 ratio |",
+        "|---|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.layout} | {r.n:,} | {_p2(r.unflushed.lexical)} | {_p2(r.flushed.lexical)} | "
-            f"{_ratio(r.unflushed.lexical, r.flushed.lexical)} | {_f(r.flush_s, 3)} | "
-            f"{_f(r.first_dense_after_flush_ms)} | {_f(r.bg_settle_s, 2)} | "
+            f"{_ratio(r.unflushed.lexical, r.flushed.lexical)} |")
+    lines += [
+        "",
+        "flush() and what follows it; inserts",
+        "",
+        "| layout | N | flush() s | bg index build s | 1st dense after flush ms | "
+        "dense p50 during bg ms (n) | insert rows/s (last batch) | batch rows | "
+        f"id check of {args.batch} ms unflushed / flushed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.layout} | {r.n:,} | {_f(r.flush_s, 3)} | {_f(r.bg_settle_s, 2)} | "
+            f"{_f(r.first_dense_after_flush_ms)} | "
+            f"{_f(r.during_bg_dense_ms)} ({r.during_bg_queries}) | "
             f"{_f(r.insert_rows_per_s, 0)} ({_f(r.last_batch_rows_per_s, 0)}) | "
-            f"{r.batch_rows} |")
+            f"{r.batch_rows} | "
+            f"{_f(r.id_check_unflushed_ms)} / {_f(r.id_check_flushed_ms)} |")
     if fragments:
         lines += [
             "",
@@ -403,6 +455,13 @@ def render(results: list[CaseResult], fragments: list[dict[str, Any]],
     return "\n".join(lines)
 
 
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -420,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=500, help="rows per insert call")
     p.add_argument("--repeats", type=int, default=3,
                    help="runs per case for sizes <= --repeat-max-rows (medians / pooled)")
-    p.add_argument("--repeat-max-rows", type=int, default=5000)
+    p.add_argument("--repeat-max-rows", type=int, default=1000)
     p.add_argument("--fragment", type=_ints, default=[100, 500, 2000],
                    help="flush-every-S-rows values for the many-small-flushes experiment "
                         "('' to skip)")
@@ -452,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"milvus-lite {version('milvus-lite')}, pymilvus {version('pymilvus')}, "
           f"numpy {np.__version__}, python {platform.python_version()}, "
-          f"{os.cpu_count()} cpus, {platform.machine()}", flush=True)
+          f"{os.cpu_count()} cpus, {platform.machine()}, load average {_load()}", flush=True)
     started = time.perf_counter()
     results: list[CaseResult] = []
     for layout in layouts:
@@ -464,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{_p3(res.flushed.dense)} ms, lexical {_p2(res.unflushed.lexical)} -> "
                   f"{_p2(res.flushed.lexical)} ms, flush {res.flush_s:.3f} s, "
                   f"memtable rows {res.engine_unflushed} "
-                  f"[{time.perf_counter() - t0:.0f} s]", flush=True)
+                  f"[{time.perf_counter() - t0:.0f} s, load {_load()}]", flush=True)
     fragments = []
     for every in args.fragment:
         t0 = time.perf_counter()
@@ -475,7 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{g['dense_p50_ms']:.1f} ms [{time.perf_counter() - t0:.0f} s]", flush=True)
     print()
     print(render(results, fragments, args))
-    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+    print(f"\ntotal {time.perf_counter() - started:.0f} s, load average at the end {_load()} "
+          "(other work on the machine skews every figure)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"cases": [r.summary() for r in results], "fragments": fragments},

@@ -1,28 +1,33 @@
 """Working memory at scale: many concurrent open sessions on the default shard pool.
 
-Starts a real Redis (``EmbeddedRedis``, AOF on, in a temporary directory) and a local Ray
-instance, creates the default pool of session shards (``Settings().session_shards``), and
-loads ``--sessions`` sessions of ``--turns`` turns each (none closed, so all stay in the
-shards' memory). Sessions belong to a mix of users (on average ``--sessions-per-user`` per
-user); each session's turns are sequential, sessions interleave. Turn contents are short
-English sentences of 15-25 words, most with numbers, dates or amounts.
+Starts a real Redis (``EmbeddedRedis``, AOF on, in a temporary directory), a local Ray
+instance and the whole app as ``strata serve`` runs it (``serve_app.main.start``: store
+owner, the default pool of ``Settings().session_shards`` shards, the Serve app with the hash
+embedder), then loads ``--sessions`` sessions of ``--turns`` turns each (none closed, so all
+stay in the shards' memory). Sessions belong to a mix of users (on average
+``--sessions-per-user`` per user); each session's turns are sequential, sessions interleave.
+Turn contents are short English sentences of 15-25 words, most with numbers, dates or
+amounts; none is an explicit "remember" intent unless ``--remember-share`` says so (those
+are written to long-term memory before the turn returns, a different path).
 
 It measures:
 
 1. memory per session: RSS of the shard actor processes (``/proc/<pid>/status``) and Redis
-   ``used_memory`` (WAL streams, snapshots, the activity index) before and after the load;
+   ``used_memory`` (WAL streams, snapshots, the activity index) before and after the load,
+   plus the live Python bytes of the sessions (a deep ``getsizeof`` run inside the shards);
 2. turn appends through the actor handles (``append_turn.remote``, routed with
    ``ShardDirectory.for_scope``): throughput and latency at ``--concurrency`` calls in flight,
-   plus the unloaded latency (one call in flight);
-3. the same through HTTP (``POST /v1/sessions/{sid}/turns`` on the Serve app started by
-   ``serve_app.main.start``, hash embedder) with an async httpx client at
-   ``--http-concurrency``, on ``--http-sessions`` further sessions;
-4. the floor, same run and driver: raw Redis XADD of a record of the same size (and
+   the unloaded latency (one call in flight), and the same shard class called in-process
+   (no Ray) for the cost of the work itself;
+3. the same through HTTP (``POST /v1/sessions/{sid}/turns``) with an async httpx client at
+   ``--http-concurrency``, on ``--http-sessions`` further sessions (a subset: HTTP is the
+   slow path on a small machine);
+4. the floor, same run and driver: raw Redis XADD of a record of the WAL record's size (and
    XADD + ZADD, the two round trips a shard makes per turn), one in flight and
    ``--concurrency`` in flight.
 
-    .venv/bin/python bench/sessions.py            # full run (10,000 sessions; a few minutes)
-    .venv/bin/python bench/sessions.py --quick    # smoke run (well under a minute of load)
+    .venv/bin/python bench/sessions.py            # full run (10,000 sessions; ~4-5 minutes)
+    .venv/bin/python bench/sessions.py --quick    # smoke run (under a minute)
 """
 
 from __future__ import annotations
@@ -90,8 +95,8 @@ _TEMPLATES = (
     "the {pct2} percent we expected.",
     "I prefer the {adj} option because the other one is {n} kilometers further away and "
     "costs more to reach by train.",
-    "Remember that my daughter is allergic to peanuts, so any restaurant we pick needs a "
-    "clear allergy menu for her.",
+    "My daughter is allergic to peanuts, so any restaurant we pick needs a clear allergy "
+    "menu for her and her friends.",
     "Could you summarize the main points from yesterday's meeting with {name} about the "
     "{noun} budget and the next steps?",
     "The apartment on {street} Street has {n} bedrooms and the rent is ${money} a month, "
@@ -119,6 +124,18 @@ _TEMPLATES = (
 )
 
 
+# An explicit intent: the shard writes it to long-term memory before the turn returns.
+_REMEMBER = ("Remember that my {rel} is allergic to {food}, so any restaurant we pick needs "
+             "a clear allergy menu for {obj}.")
+
+
+def make_remember(rng: random.Random) -> str:
+    rel, obj = rng.choice((("daughter", "her"), ("son", "him"), ("husband", "him"),
+                           ("wife", "her"), ("partner", "them")))
+    food = rng.choice(("peanuts", "shellfish", "gluten", "sesame", "dairy", "eggs"))
+    return _REMEMBER.format(rel=rel, obj=obj, food=food)
+
+
 def make_sentence(rng: random.Random) -> str:
     c = rng.choice
     return c(_TEMPLATES).format(
@@ -138,12 +155,19 @@ class SessionPlan:
 
 
 def plan_sessions(prefix: str, sessions: int, turns: int, per_user: float,
-                  seed: int) -> list[SessionPlan]:
-    """``sessions`` sessions over ``sessions / per_user`` users (user = index mod users)."""
+                  seed: int, remember_share: float = 0.0) -> list[SessionPlan]:
+    """``sessions`` sessions over ``sessions / per_user`` users (user = index mod users);
+    a ``remember_share`` of the turns are explicit "Remember that ..." intents."""
     rng = random.Random(seed)
     users = max(1, round(sessions / per_user))
+
+    def content() -> str:
+        if remember_share > 0 and rng.random() < remember_share:
+            return make_remember(rng)
+        return make_sentence(rng)
+
     return [SessionPlan(Scope(tenant=TENANT, user=f"{prefix}u{i % users:05d}"),
-                        f"{prefix}s{i:05d}", [make_sentence(rng) for _ in range(turns)])
+                        f"{prefix}s{i:05d}", [content() for _ in range(turns)])
             for i in range(sessions)]
 
 
@@ -307,6 +331,60 @@ def http_phase(base: str, plans: Sequence[SessionPlan], in_flight: int, name: st
     return asyncio.run(go())
 
 
+def inprocess_phase(settings_json: dict[str, Any], plans: Sequence[SessionPlan]) -> Series:
+    """The shard class the actor wraps (``actors.session_shard.SessionShard``), called
+    directly in this process: the same work as an actor call, without Ray in the way."""
+    from actors.session_shard import SessionShard
+
+    shard = SessionShard(99, settings_json, serve_main.NAMESPACE, sweep_every_s=1e9)
+    s = Series("SessionShard.append_turn")
+    started = time.perf_counter()
+    for plan in plans:
+        for content in plan.contents:
+            t0 = time.perf_counter()
+            shard.append_turn(plan.scope, plan.session_id, "user", content)
+            s.latencies.append(time.perf_counter() - t0)
+    s.wall_s = time.perf_counter() - started
+    shard.shutdown()
+    return s
+
+
+def python_footprint(shard: Any) -> dict[str, int]:
+    """Runs inside a shard (``__ray_call__``): live Python bytes of its sessions.
+
+    Walks ``shard._sessions`` (entries, WorkingMemory, SessionState, turns, strings,
+    datetimes); objects shared by all sessions (config, summarizer, enums) count once.
+    """
+    import gc
+    import sys
+    import types
+
+    gc.collect()
+    seen: set[int] = set()
+    skip = (type, types.ModuleType, types.FunctionType, types.MethodType,
+            types.BuiltinFunctionType)
+    total = 0
+    stack: list[Any] = [shard._sessions]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        if hasattr(obj, "__dict__") and not isinstance(obj, skip):
+            stack.append(obj.__dict__)
+        for slot in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+            val = getattr(obj, slot, None) if hasattr(type(obj), "model_fields") else None
+            if val is not None:
+                stack.append(val)
+    return {"bytes": total, "sessions": len(shard._sessions)}
+
+
 def wait_ready(base: str, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -325,20 +403,19 @@ def _f(x: float, nd: int = 2) -> str:
     return "-" if np.isnan(x) else f"{x:,.{nd}f}"
 
 
-def render_latency(rows: Sequence[Series], floor: Series, floor_par: Series) -> str:
+def render_latency(rows: Sequence[Series], ref: Series) -> str:
     lines = [
-        "| path | calls | in flight | p50 ms | p95 ms | p99 ms | turns/s | "
-        "p50 / XADD p50 | XADD ops/s / turns/s |",
+        "| path | calls | in flight | p50 ms | p95 ms | p99 ms | ops/s | "
+        "p50 vs XADD | ops/s vs XADD |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in rows:
-        ref = floor if s.in_flight == 1 else floor_par
         name = s.name + (f" ({s.note})" if s.note else "")
         err = f" [{s.errors} errors]" if s.errors else ""
         lines.append(
             f"| {name}{err} | {s.count:,} | {s.in_flight} | {_f(s.ms(50))} | {_f(s.ms(95))} | "
             f"{_f(s.ms(99))} | {_f(s.per_s, 0)} | {_f(s.ms(50) / ref.ms(50), 1)}x | "
-            f"{_f(ref.per_s / s.per_s, 1)}x |")
+            f"1/{_f(ref.per_s / s.per_s, 1)} |")
     return "\n".join(lines)
 
 
@@ -360,6 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="calls timed one at a time per path (unloaded latency; default 400)")
     p.add_argument("--redis-ops", type=int, default=20_000,
                    help="raw Redis operations per baseline series (default 20,000)")
+    p.add_argument("--remember-share", type=float, default=0.0,
+                   help="share of turns that are explicit 'Remember that ...' intents, which "
+                        "the shard writes to long-term memory before acknowledging "
+                        "(default 0: the working-memory path only)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 500 sessions, 100 HTTP sessions, 2,000 Redis ops")
     p.add_argument("--json", metavar="PATH", help="also write the raw summary as JSON")
@@ -379,26 +460,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"ray {ray.__version__}, redis-server {rclient.info('server')['redis_version']}, "
           f"redis-py {redis.__version__}, httpx {httpx.__version__}, "
           f"python {platform.python_version()}, {os.cpu_count()} cpus, "
-          f"load avg {os.getloadavg()[0]:.2f}", flush=True)
+          f"load avg {os.getloadavg()[0]:.2f}; strata {_revision()}", flush=True)
     serve_started = False
     handles: list[Any] = []
     try:
-        plans = plan_sessions("a", args.sessions, args.turns, args.sessions_per_user, seed=1)
+        plans = plan_sessions("a", args.sessions, args.turns, args.sessions_per_user, seed=1,
+                              remember_share=args.remember_share)
         http_plans = plan_sessions("h", args.http_sessions, args.turns,
-                                   args.sessions_per_user, seed=2)
+                                   args.sessions_per_user, seed=2,
+                                   remember_share=args.remember_share)
         warm_n = max(1, args.serial_calls // args.turns)
-        warm_plans = plan_sessions("w", warm_n, args.turns, 1.0, seed=3)
-        http_warm = plan_sessions("x", warm_n, args.turns, 1.0, seed=4)
+        warm_plans = plan_sessions("w", warm_n, args.turns, 1.0, seed=3,
+                                   remember_share=args.remember_share)
+        http_warm = plan_sessions("x", warm_n, args.turns, 1.0, seed=4,
+                                  remember_share=args.remember_share)
         contents = [c for pl in plans for c in pl.contents]
         words = [len(c.split()) for c in contents]
         sizes = [len(c.encode()) for c in contents]
         records = [wal_record(c, pl.session_id, pl.scope.user, i + 1)
                    for pl in plans[:500] for i, c in enumerate(pl.contents)]
         users = len({pl.scope.user for pl in plans})
+        remembers = sum(c.startswith("Remember that") for c in contents)
         print(f"{args.sessions:,} sessions x {args.turns} turns over {users:,} users; "
               f"{shards} shards; content {min(words)}-{max(words)} words "
               f"(mean {np.mean(words):.1f}), {np.mean(sizes):.0f} B; WAL record "
-              f"{np.mean([len(r) for r in records]):.0f} B", flush=True)
+              f"{np.mean([len(r) for r in records]):.0f} B; explicit remember intents "
+              f"{remembers:,}", flush=True)
 
         # 4. the floor: raw Redis from this driver
         t0 = time.perf_counter()
@@ -408,13 +495,27 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{floor_seq.per_s:,.0f}/s serial, {floor_par.per_s:,.0f}/s at "
               f"{args.concurrency} in flight [{time.perf_counter() - t0:.0f} s]", flush=True)
 
-        # the shard pool, as serve_app.main.start creates it
+        # the whole app, as `strata serve` runs it: store owner, shard pool, Serve app
+        t0 = time.perf_counter()
         ray.init(address="local", num_cpus=os.cpu_count(), namespace=serve_main.NAMESPACE,
                  object_store_memory=256 * 1024 * 1024, include_dashboard=False,
                  log_to_driver=False)
+        serve_started = True
+        serve_main.start(settings)
+        base = f"http://127.0.0.1:{settings.http_port}"
+        wait_ready(base)
         directory = ShardDirectory(settings_json, shards, serve_main.NAMESPACE)
         handles = directory.handles
         pids = ray.get([h.pid.remote() for h in handles])
+        print(f"  app ready (store owner, {shards} shards, Serve) "
+              f"[{time.perf_counter() - t0:.0f} s]", flush=True)
+
+        t0 = time.perf_counter()
+        inproc = inprocess_phase(settings_json, plan_sessions(
+            "p", max(1, args.serial_calls // args.turns), args.turns, 1.0, seed=5,
+            remember_share=args.remember_share))
+        print(f"  in-process shard: p50 {inproc.ms(50):.3f} ms "
+              f"[{time.perf_counter() - t0:.0f} s]", flush=True)
 
         # warm-up + unloaded latency (1 in flight)
         t0 = time.perf_counter()
@@ -433,18 +534,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         time.sleep(1.0)
         mem1, rmem1 = shard_memory(pids), redis_memory(rclient)
         stats = ray.get([h.stats.remote() for h in handles])
+        try:
+            feet = ray.get([h.__ray_call__.remote(python_footprint) for h in handles])
+        except Exception as exc:  # __ray_call__ is a Ray internal; the RSS figures stand alone
+            print(f"  (python footprint unavailable: {exc})")
+            feet = []
         print(f"  actor load: {actor_load.count:,} turns in {actor_load.wall_s:.1f} s "
               f"({actor_load.per_s:,.0f}/s), p50 {actor_load.ms(50):.1f} ms; in memory "
               f"{[s['sessions_in_memory'] for s in stats]} [{time.perf_counter() - t0:.0f} s]",
               flush=True)
 
         # 3. HTTP through the Serve app
-        t0 = time.perf_counter()
-        serve_main.start(settings)
-        serve_started = True
-        base = f"http://127.0.0.1:{settings.http_port}"
-        wait_ready(base)
-        print(f"  serve app ready [{time.perf_counter() - t0:.0f} s]", flush=True)
         t0 = time.perf_counter()
         http_serial = http_phase(base, http_warm, 1, "HTTP POST turns")
         http_load = http_phase(base, http_plans, args.http_concurrency, "HTTP POST turns")
@@ -481,19 +581,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| Redis keys | {rmem0['dbsize']:,} | {rmem1['dbsize']:,} | "
               f"{rmem1['dbsize'] - rmem0['dbsize']:,} | "
               f"{(rmem1['dbsize'] - rmem0['dbsize']) / n:.1f} |")
+        if feet:
+            live = sum(f["bytes"] for f in feet)
+            print(f"| live Python objects of the sessions (deep getsizeof, after gc) | | | "
+                  f"{live / 2**20:,.1f} MiB | "
+                  f"{live / sum(f['sessions'] for f in feet) / 1024:,.1f} KiB |")
         print(f"\n(after the HTTP phase, +{args.http_sessions:,} sessions: shard RSS "
               f"{mem2['VmRSS'] / 1024:,.1f} MiB, sessions in memory "
               f"{sum(s['sessions_in_memory'] for s in stats2):,})")
         print()
         print(f"Turn appends (content {np.mean(words):.0f} words / {np.mean(sizes):.0f} B; "
-              f"WAL record {np.mean([len(r) for r in records]):.0f} B). Ratios: against "
-              f"serial XADD for 1 in flight, against XADD at {args.concurrency} in flight "
-              f"otherwise.")
+              f"WAL record {np.mean([len(r) for r in records]):.0f} B). Ratios against "
+              f"serial raw XADD (first row).")
         print()
         floor_zadd.note = "a shard's 2 round trips"
         floor_par.note = "redis.asyncio"
-        print(render_latency([floor_seq, floor_zadd, floor_par, actor_serial, actor_load,
-                              http_serial, http_load], floor_seq, floor_par))
+        inproc.note = "the actor's class in-process, no Ray"
+        print(render_latency([floor_seq, floor_zadd, floor_par, inproc, actor_serial,
+                              actor_load, http_serial, http_load], floor_seq))
         print(f"\nmedian turn: actor {actor_load.ms(50):.1f} ms at {args.concurrency} in flight "
               f"= {actor_load.ms(50) / actor_serial.ms(50):.1f}x its unloaded "
               f"{actor_serial.ms(50):.2f} ms; HTTP {http_load.ms(50):.1f} ms at "
@@ -506,8 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             series = {f"{s.name}|{s.in_flight}|{s.note}": {
                 "count": s.count, "in_flight": s.in_flight, "p50_ms": s.ms(50),
                 "p95_ms": s.ms(95), "p99_ms": s.ms(99), "per_s": s.per_s, "errors": s.errors}
-                for s in (floor_seq, floor_zadd, floor_par, actor_serial, actor_load,
-                          http_serial, http_load)}
+                for s in (floor_seq, floor_zadd, floor_par, inproc, actor_serial,
+                          actor_load, http_serial, http_load)}
             with open(args.json, "w", encoding="utf-8") as fh:
                 json.dump({"sessions": n, "turns": args.turns, "shards": shards,
                            "mem_before": mem0, "mem_after": mem1, "redis_before": rmem0,
@@ -518,6 +623,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rclient.close()
         redis_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _revision() -> str:
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "strata",
+                                "actors", "serve_app"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except Exception:
+        return "(unknown revision)"
+    return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
 def _teardown(serve_started: bool, handles: Sequence[Any]) -> None:

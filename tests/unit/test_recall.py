@@ -9,8 +9,7 @@ import pytest
 from strata.layers.memories import LongTermMemory, MemoryCreate
 from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, KnowledgeChunk, MemoryKind, RecallRequest, Scope
-from strata.models import StoredRecord
+from strata.models import Collection, KnowledgeChunk, MemoryKind, RecallRequest, Scope, StoredRecord
 from strata.recall.recipes import RECIPES
 from strata.recall.routing import Route, route_query
 from strata.recall.scoring import decay_weight
