@@ -10,8 +10,8 @@ import ray
 
 from actors.directory import ShardDirectory
 from strata.extract.base import Candidate
-from strata.extract.rules import RuleExtractor
-from strata.extract.worker import ExtractionWorker, WriteSummary
+from strata.extract.llm import make_extractor
+from strata.extract.worker import GROUP, ExtractionWorker, WriteSummary
 from strata.models import Scope
 from strata.settings import Settings
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
@@ -30,8 +30,9 @@ class Extractor:
         self._redis = RedisStore(parsed.redis_url, parsed.redis_prefix)
         self._shards = ShardDirectory(settings, parsed.session_shards, namespace)
         self._workers = [
-            ExtractionWorker(self._redis, RuleExtractor(), self._write, consumer, claim_idle_ms,
-                             queue=queue) for queue in (QUEUE_HIGH, QUEUE_LOW)]
+            ExtractionWorker(self._redis, make_extractor(parsed), self._write, consumer,
+                             claim_idle_ms, queue=queue) for queue in (QUEUE_HIGH, QUEUE_LOW)]
+        self._warn_depth = parsed.queue_warn_depth
         self._stop = threading.Event()
         threading.Thread(target=self._loop, daemon=True).start()
 
@@ -46,9 +47,17 @@ class Extractor:
                 busy = sum(w.run_once(block_ms=None) for w in self._workers)
                 if not busy:
                     self._stop.wait(0.5)
+                self._check_depth()
             except Exception:  # keep consuming; pending entries are retried or claimed
                 logger.exception("extractor loop error")
                 self._stop.wait(2.0)
+
+    def _check_depth(self) -> None:
+        for queue in (QUEUE_HIGH, QUEUE_LOW):
+            backlog = self._redis.queue_depth(queue, GROUP).backlog
+            if backlog > self._warn_depth:
+                logger.warning("queue %s backlog %s is over %s: add extractors",
+                               queue, backlog, self._warn_depth)
 
     def run_once(self) -> int:
         return sum(w.run_once() for w in self._workers)

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     redis_prefix: str = "strata:"
     embedder: Literal["minilm", "hash", "openai"] = "minilm"
     summarizer: Literal["rules", "openai"] = "rules"
+    extractor: Literal["rules", "openai"] = "rules"
+    queue_warn_depth: int = Field(default=1000, ge=1,
+                                  description="log a warning when a queue backlog passes this")
     openai_chat_model: str = "gpt-4o-mini"
     hash_dim: int = Field(default=256, ge=16, le=4096)
     openai_base_url: str = "https://api.openai.com/v1"

@@ -37,6 +37,7 @@ class Candidate(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     event_time: datetime | None = None
     episode_type: str | None = None
+    business_object: str | None = None
     sentiment: float = 0.0
 
 

@@ -112,6 +112,8 @@ _EPISODE_TYPES = [
     ("plan", re.compile(r"\b(plan|planning|going to|will|next week|tomorrow)\b|计划|打算|明天|下周",
                         re.I)),
 ]
+_OBJECT = re.compile(r"(?:order|ticket|invoice|case|订单|工单|发票)\s*(?:号|number|no\.?|#)?\s*[:：#]?\s*"
+                     r"([A-Za-z0-9-]{3,24})|#(\d{3,12})\b", re.I)
 _NEG = re.compile(r"\b(hate|angry|annoyed|frustrat\w*|terrible|awful|bad|sad|upset|worst)\b|"
                   r"生气|烦|糟糕|难过|失望|差", re.I)
 _POS = re.compile(r"\b(love|great|happy|glad|excited|awesome|amazing|thanks|good)\b|"
@@ -211,8 +213,10 @@ class RuleExtractor:
         if len(text) < 12 or (text.endswith(("?", "？")) and kind is None):
             return []
         sentiment = (0.5 if _POS.search(text) else 0.0) - (0.5 if _NEG.search(text) else 0.0)
+        obj = _OBJECT.search(text)
         return [Candidate(kind=MemoryKind.EPISODE, text=text, confidence=0.7,
                           episode_type=kind or "event", sentiment=sentiment,
+                          business_object=(obj.group(1) or obj.group(2)) if obj else None,
                           provenance=provenance, event_time=turn.created_at,
                           scope_tags=_tags(text))]
 

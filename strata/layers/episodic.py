@@ -56,6 +56,7 @@ class EpisodeStore:
                           scope_tags=candidate.scope_tags, provenance=candidate.provenance,
                           created_at=now, updated_at=now, event_time=when,
                           metadata={"type": candidate.episode_type or "event", "count": 1,
+                                    "object": candidate.business_object,
                                     "sentiments": [candidate.sentiment],
                                     "merged_ids": [new_id]})
         self._vectors.upsert(Collection.EPISODES, scope,

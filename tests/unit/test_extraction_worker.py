@@ -93,3 +93,13 @@ def test_similar_episodes_merge_with_count(setup) -> None:  # type: ignore[no-un
     assert len(rows) == 1
     assert rows[0].payload["metadata"]["count"] == 3
     assert rows[0].payload["metadata"]["trend"] == "worse"
+
+
+def test_episode_records_type_object_and_sentiment() -> None:
+    from strata.models import Role, Turn
+
+    turn = Turn(turn_id="s:1", session_id="s", user_id="u", role=Role.USER,
+                content="Order #48213 arrived broken, this is terrible.")
+    episode = next(c for c in RuleExtractor().extract([turn]) if c.kind.value == "episode")
+    assert (episode.episode_type, episode.business_object) == ("issue", "48213")
+    assert episode.sentiment < 0 and episode.provenance.turn_ids == ["s:1"]

@@ -1,0 +1,83 @@
+"""The LLM extractor: an OpenAI-compatible chat model returns JSON validated against
+``ExtractionOutput``; anything malformed or failed falls back to the rules and is logged."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+import httpx
+from pydantic import ValidationError
+
+from strata.extract.base import Candidate, Extractor, Intent
+from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
+from strata.extract.rules import RuleExtractor
+from strata.models import MemoryKind, Provenance, Role, Source, Turn
+from strata.settings import Settings
+
+__all__ = ["LLMExtractor", "make_extractor"]
+
+logger = logging.getLogger(__name__)
+
+
+class LLMExtractor:
+    """Extraction by a chat model, with the rule extractor as the safety net."""
+
+    def __init__(self, base_url: str, api_key: str, model: str, prompt: Prompt = EXTRACT_V1,
+                 timeout_s: float = 30.0, fallback: Extractor | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                  timeout=timeout_s, transport=transport)
+        self._model = model
+        self.prompt = prompt
+        self._fallback = fallback or RuleExtractor()
+
+    def _ask(self, turns: Sequence[Turn]) -> ExtractionOutput:
+        transcript = "\n".join(f"[{t.turn_id} {t.role.value}] {t.content}" for t in turns)
+        resp = self._http.post("/chat/completions", json={
+            "model": self._model, "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [{"role": "system", "content": self.prompt.system},
+                         {"role": "user", "content": transcript}]})
+        resp.raise_for_status()
+        content = resp.json()["choices"][0]["message"]["content"]
+        return ExtractionOutput.model_validate(json.loads(content))
+
+    def extract(self, turns: Sequence[Turn]) -> list[Candidate]:
+        if not turns:
+            return []
+        try:
+            output = self._ask(turns)
+        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError,
+                ValidationError) as exc:
+            logger.warning("LLM extraction (%s) failed, using rules: %s", self.prompt.version,
+                           exc)
+            return self._fallback.extract(turns)
+        by_id = {t.turn_id: t for t in turns}
+        out = []
+        for memory in output.memories:
+            sources = [by_id[i] for i in memory.turn_ids if i in by_id]
+            if not sources or all(t.role is not Role.USER for t in sources):
+                logger.info("dropping an LLM memory not grounded in a user turn")
+                continue  # the assistant's words never become user facts
+            if memory.kind == "fact" and not memory.key:
+                continue
+            first = sources[0]
+            out.append(Candidate(
+                kind=MemoryKind(memory.kind), text=memory.text, key=memory.key,
+                value=memory.value, confidence=memory.confidence, source=Source(memory.source),
+                intent=Intent(memory.intent), scope_tags=memory.scope_tags,
+                provenance=Provenance(session_id=first.session_id,
+                                      turn_ids=[t.turn_id for t in sources if t.role is Role.USER]),
+                event_time=first.created_at))
+        return out
+
+
+def make_extractor(settings: Settings) -> Extractor:
+    """The extractor ``settings.extractor`` names (rules by default)."""
+    if settings.extractor == "openai":
+        return LLMExtractor(settings.openai_base_url, settings.openai_api_key,
+                            settings.openai_chat_model)
+    return RuleExtractor()
