@@ -50,6 +50,9 @@ class StoreOwnerService:
             raise AttributeError(f"StoreOwner has no method {method!r}")
         return getattr(self._store, method)(*args)
 
+    def stats(self) -> dict[str, float]:
+        return dict(self._store.flush_stats)
+
     def shutdown(self) -> None:
         self._stop.set()
         self._store.flush()

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import datetime
 from typing import Any
 
+import ray
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from ray.exceptions import RayActorError, RayTaskError
 
 from actors.directory import ShardDirectory
-from actors.store_owner import vector_store_for
+from actors.store_owner import OWNER_NAME, vector_store_for
+from serve_app import metrics
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.layers.memories import MemoryCreate, MemoryPatch
@@ -46,6 +49,17 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
         f"{'.'.join(str(p) for p in err['loc'] if p != 'body')}: {err['msg']}"
         for err in exc.errors())
     return JSONResponse(status_code=422, content={"error": "invalid_input", "detail": problems})
+
+
+@api.middleware("http")
+async def _count(request: Request, call_next: Any) -> Any:
+    started = time.perf_counter()
+    response = await call_next(request)
+    route = request.scope.get("route")
+    path = getattr(route, "path", "unmatched")
+    metrics.observe_request(path, request.method, response.status_code,
+                            time.perf_counter() - started)
+    return response
 
 
 class TurnRequest(BaseModel):
@@ -136,6 +150,20 @@ class IngressService:
         return JSONResponse(status_code=200 if ready else 503,
                             content={"ready": ready, "checks": status})
 
+    @api.get("/metrics")
+    async def metrics_endpoint(self) -> Response:
+        try:
+            await asyncio.to_thread(metrics.update_backlog, self._redis)
+        except StrataError as exc:
+            logger.warning("metrics: queue backlog unavailable: %s", exc.detail)
+        if self._settings.milvus_is_lite:
+            try:
+                owner = ray.get_actor(OWNER_NAME, namespace=self._namespace)
+                metrics.update_flush(await owner.stats.remote())
+            except Exception as exc:  # metrics never fail the scrape
+                logger.warning("metrics: flush stats unavailable: %s", exc)
+        return Response(content=metrics.render(), media_type="text/plain; version=0.0.4")
+
     # -- sessions (working memory) -------------------------------------------------------
     @api.post("/v1/sessions/{session_id}/turns")
     async def append_turn(self, session_id: str, body: TurnRequest,
@@ -194,6 +222,7 @@ class IngressService:
             logger.warning("recall degraded: %s", exc)
             response = await self._recall_working_only(scope, body, working)
         self._after_recall(scope, response)
+        metrics.observe_recall(response.timings_ms, response.degraded)
         return response.model_dump(mode="json")
 
     async def _recall_working_only(self, scope: Scope, body: RecallRequest,

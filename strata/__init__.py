@@ -2,3 +2,7 @@
 knowledge base), served on Ray with Milvus and Redis underneath."""
 
 __version__ = "0.1.0"
+
+from strata.client import AsyncClient, Client
+
+__all__ = ["AsyncClient", "Client", "__version__"]

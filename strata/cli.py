@@ -1,7 +1,9 @@
 """The ``strata`` command.
 
-``strata serve`` hands over to ``serve_app.main`` (imported lazily: the domain package
-never imports Ray, and only this entry point reaches the Ray wiring).
+``strata serve`` hands over to ``serve_app.main`` (imported lazily: the domain package never
+imports Ray; only this entry point reaches the Ray wiring). The other commands talk to a
+running Strata over HTTP through ``strata.Client`` (``--url``/``STRATA_URL``,
+``--key``/``STRATA_API_KEY``).
 """
 
 from __future__ import annotations
@@ -10,14 +12,26 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-import httpx
-
+from strata.client import Client
+from strata.errors import StrataError
 from strata.settings import Settings
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+
+def _client(args: argparse.Namespace) -> Client:
+    url = args.url or os.environ.get("STRATA_URL") or (
+        f"http://127.0.0.1:{Settings().http_port}")
+    return Client(url, api_key=args.key or os.environ.get("STRATA_API_KEY", "dev"))
+
+
+def _print(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -30,27 +44,82 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _ready(args: argparse.Namespace) -> int:
-    settings = Settings()
-    url = args.url or f"http://127.0.0.1:{settings.http_port}"
-    try:
-        resp = httpx.get(f"{url}/readyz", timeout=60)
-    except httpx.HTTPError as exc:
-        print(f"not reachable: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(resp.json(), indent=2))
-    return 0 if resp.status_code == 200 else 1
+    _print(_client(args).ready())
+    return 0
+
+
+def _recall(args: argparse.Namespace) -> int:
+    result = _client(args).recall(args.user, args.query, session_id=args.session,
+                                  budget_tokens=args.budget, debug=args.debug)
+    if args.json or args.debug:
+        _print(result)
+    else:
+        print(result["context"] or "(nothing recalled)")
+    return 0
+
+
+def _remember(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {"text": args.text}
+    if args.key:
+        fields.update(key=args.key, value=args.value or args.text)
+    _print(_client(args).remember(args.user, kind=args.kind, **fields))
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    client = _client(args)
+    _print(client.forget_user(args.user) if args.all else client.forget(args.user, args.id))
+    return 0
+
+
+def _memories(args: argparse.Namespace) -> int:
+    _print(_client(args).memories(args.user, kind=args.kind, status=args.status, q=args.q))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Layered memory for LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--url", default=None, help="a running Strata (default STRATA_URL)")
+    parser.add_argument("--key", default=None, help="API key (default STRATA_API_KEY or dev)")
     sub = parser.add_subparsers(dest="command", required=True)
+
     serve = sub.add_parser("serve", help="run Strata (local Ray, or RAY_ADDRESS)")
     serve.add_argument("--port", type=int, default=None, help="overrides STRATA_HTTP_PORT")
     serve.set_defaults(func=_serve)
-    ready = sub.add_parser("ready", help="ask a running Strata whether it is ready")
-    ready.add_argument("--url", default=None)
-    ready.set_defaults(func=_ready)
+
+    sub.add_parser("ready", help="is a running Strata ready?").set_defaults(func=_ready)
+
+    recall = sub.add_parser("recall", help="recall the context for a query")
+    recall.add_argument("user")
+    recall.add_argument("query")
+    recall.add_argument("--session", default=None)
+    recall.add_argument("--budget", type=int, default=500)
+    recall.add_argument("--debug", action="store_true")
+    recall.add_argument("--json", action="store_true")
+    recall.set_defaults(func=_recall)
+
+    remember = sub.add_parser("remember", help="store a memory for a user")
+    remember.add_argument("user")
+    remember.add_argument("text")
+    remember.add_argument("--kind", default="fact", choices=["fact", "episode"])
+    remember.add_argument("--key", default=None)
+    remember.add_argument("--value", default=None)
+    remember.set_defaults(func=_remember)
+
+    forget = sub.add_parser("forget", help="delete a memory, or everything about a user")
+    forget.add_argument("user")
+    group = forget.add_mutually_exclusive_group(required=True)
+    group.add_argument("--id", default=None)
+    group.add_argument("--all", action="store_true")
+    forget.set_defaults(func=_forget)
+
+    memories = sub.add_parser("memories", help="list a user's memories")
+    memories.add_argument("user")
+    memories.add_argument("--kind", default=None)
+    memories.add_argument("--status", default=None)
+    memories.add_argument("--q", default=None)
+    memories.set_defaults(func=_memories)
     return parser
 
 
@@ -58,7 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except StrataError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        return 1
     return result
 
 

@@ -263,4 +263,5 @@ class RecallResponse(BaseModel):
     route: str
     layers: list[str] = Field(default_factory=list)
     degraded: bool = False
+    timings_ms: dict[str, float] = Field(default_factory=dict)
     debug: dict[str, Any] | None = None

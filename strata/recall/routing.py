@@ -38,8 +38,8 @@ _PERSONAL = re.compile(
     r"what do i|when did i|where did i|who did i)\b", re.I)
 _KNOWLEDGE = re.compile(
     r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|"
-    r"\b(how (do|to|can|does)|what is|"
-    r"what are|docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
+    r"\b(how (do|to|can|does)|what is(?! my)|"
+    r"what are(?! my)|docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
     r"supported|error code|api)\b", re.I)
 
 

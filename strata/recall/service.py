@@ -8,6 +8,7 @@ the tenant's shared scope).
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
@@ -98,11 +99,13 @@ class RecallService:
         return hits
 
     def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
-               recipe: RecallRecipe, now: datetime) -> list[ScoredItem]:
+               recipe: RecallRecipe, now: datetime) -> tuple[list[ScoredItem], float]:
+        started = time.perf_counter()
         hits = [h for h in self._search(layer, scope, request, vector, recipe)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
-        return score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
-                          recipe, now)
+        scored = score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
+                            recipe, now)
+        return scored, (time.perf_counter() - started) * 1000
 
     def recall(self, scope: Scope, request: RecallRequest, vector: list[float],
                working: WorkingSnapshot | None = None,
@@ -120,9 +123,11 @@ class RecallService:
         futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
                                             recipe, now) for layer in searched}
         candidates: list[ScoredItem] = []
+        timings: dict[str, float] = {}
         for layer, future in futures.items():
             try:
-                candidates.extend(future.result())
+                scored, timings[layer] = future.result()
+                candidates.extend(scored)
             except StrataError as exc:  # a store that is down degrades the answer
                 logger.warning("recall layer %s failed: %s", layer, exc.detail)
                 degraded = True
@@ -150,7 +155,9 @@ class RecallService:
                          "id", "layer", "kind", "text", "score", "parts"})
                          for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
         return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
-                              layers=decision.layers, degraded=degraded, debug=debug)
+                              layers=decision.layers, degraded=degraded,
+                              timings_ms={k: round(v, 2) for k, v in timings.items()},
+                              debug=debug)
 
     @staticmethod
     def _select(candidates: list[ScoredItem], recipe: RecallRecipe

@@ -111,6 +111,7 @@ class MilvusVectorStore:
         self._policy = flush_policy or FlushPolicy()
         self._lock = threading.Lock()
         self._dim: int | None = None
+        self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
         with _milvus_errors("connect"):
             self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
 
@@ -355,7 +356,10 @@ class MilvusVectorStore:
             with _milvus_errors("flush"):
                 self._client.flush(self.name(target))
             self._policy.flushed(target)
-            logger.debug("flushed %s in %.3fs", target.value, time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self.flush_stats["flushes"] += 1
+            self.flush_stats["last_flush_s"] = elapsed
+            logger.debug("flushed %s in %.3fs", target.value, elapsed)
 
     def flush_due(self) -> list[Collection]:
         """Flush whatever the policy says is due (call periodically); returns what it flushed."""

@@ -241,6 +241,12 @@ class RedisStore:
                                   lag=int(lag) if lag is not None else length)
         return QueueDepth(length=length, pending=0, lag=length)
 
+    def scan_queue_ids(self, queue: str, count: int) -> list[str]:
+        """The ids of the oldest ``count`` entries still in a queue."""
+        with _redis_errors("scan queue ids"):
+            rows = self._r.xrange(self._k(queue), min="-", max="+", count=count)
+        return [rid.decode() for rid, _ in rows]
+
     def scan_queue(self, queue: str) -> list[tuple[str, dict[str, Any]]]:
         """Every entry still in a queue (for forgetting and inspection)."""
         with _redis_errors("scan queue"):

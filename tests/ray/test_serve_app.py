@@ -14,6 +14,7 @@ import pytest
 import ray
 
 from actors.directory import shard_name
+from actors.store_owner import OWNER_NAME
 from serve_app import main
 from serve_app.app import AppArgs, build_app
 from strata.settings import Settings
@@ -189,7 +190,53 @@ def test_readyz_reports_a_dead_redis_and_recovers(app: App) -> None:
     assert turns == ["before the crash"]
 
 
+def test_recall_over_http_routes_budget_debug_and_metrics(app: App) -> None:
+    for i in range(10):
+        app.post("/v1/sessions/rc/turns", {"user_id": "rita", "role": "user",
+                                           "content": f"we compared hotel {i} near the beach"})
+    app.post("/v1/users/rita/memories", {"kind": "fact", "key": "budget",
+                                         "value": "under 200 EUR a night",
+                                         "text": "My hotel budget is under 200 EUR a night"})
+    personal = app.post("/v1/recall", {"user_id": "rita", "query": "what is my hotel budget?",
+                                       "session_id": "rc", "debug": True}).json()
+    assert personal["route"] == "personal"
+    assert personal["layers"] == ["working", "facts", "episodes", "procedures"]
+    assert personal["context"].index("## Working memory") < personal["context"].index(
+        "## Long-term memory")
+    cand = personal["debug"]["candidates"][0]
+    assert {"similarity", "time_decay", "confidence", "type_priority"} <= set(cand["parts"])
+    docs = app.post("/v1/recall", {"user_id": "rita", "query": "how do I configure the api?"})
+    assert docs.json()["route"] == "knowledge" and "episodes" not in docs.json()["layers"]
+    for budget in (50, 120):
+        small = app.post("/v1/recall", {"user_id": "rita", "query": "hotel", "session_id": "rc",
+                                        "budget_tokens": budget}).json()
+        from strata.tokens import count_tokens
+
+        assert 0 < count_tokens(small["context"]) <= budget
+    assert app.post("/v1/recall", {"user_id": "rita", "query": "x",
+                                   "budget_tokens": 10}).status_code == 422
+    nobody = app.post("/v1/recall", {"user_id": "nobody", "query": "hotel"})
+    assert nobody.status_code == 200 and nobody.json()["items"] == []
+    text = httpx.get(f"{app.base}/metrics", timeout=30).text
+    for name in ("strata_requests_total", "strata_recall_layer_seconds_bucket",
+                 "strata_queue_backlog", "strata_extraction_lag_seconds",
+                 "strata_vector_flushes"):
+        assert name in text, name
+
+
 def test_build_app_validates_args() -> None:
     with pytest.raises(ValueError):
         build_app({"embedder_replicas": 0})
     assert AppArgs.model_validate({}).namespace == "strata"
+
+
+def test_recall_degrades_to_working_memory_when_the_store_is_down(app: App) -> None:
+    app.post("/v1/sessions/deg/turns", {"user_id": "uma", "role": "user",
+                                        "content": "the blue connector is loose"})
+    owner = ray.get_actor(OWNER_NAME, namespace=main.NAMESPACE)
+    ray.kill(owner, no_restart=True)  # the vector store is gone
+    resp = app.post("/v1/recall", {"user_id": "uma", "query": "what was loose?",
+                                   "session_id": "deg"})
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["degraded"] is True and "blue connector" in body["context"]
