@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
+
 from strata.client import Client
 from strata.errors import StrataError
 from strata.settings import Settings
@@ -77,6 +79,22 @@ def _memories(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from strata.eval.locomo import evaluate, format_table
+
+    ks = [int(k) for k in args.k.split(",")]
+    client = _client(args)
+    client._http.timeout = httpx.Timeout(120)
+    report = evaluate(client, Path(args.data), ks, args.recipe,
+                      limit_conversations=args.limit)
+    print(format_table(report))
+    if args.out:
+        Path(args.out).write_text(report.model_dump_json(indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Layered memory for LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -120,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_argument("--status", default=None)
     memories.add_argument("--q", default=None)
     memories.set_defaults(func=_memories)
+    evaluation = sub.add_parser("eval", help="retrieval evaluation against a running Strata")
+    evaluation.add_argument("suite", choices=["locomo"])
+    evaluation.add_argument("--data", required=True, help="folder of LoCoMo-format JSON files")
+    evaluation.add_argument("--recipe", default=None)
+    evaluation.add_argument("--k", default="5,10,20")
+    evaluation.add_argument("--out", default=None)
+    evaluation.add_argument("--limit", type=int, default=None, help="first N conversations")
+    evaluation.set_defaults(func=_eval)
     return parser
 
 

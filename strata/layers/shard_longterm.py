@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent
-from strata.extract.rules import RuleExtractor
+from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
@@ -64,6 +64,8 @@ class LongTermShardOps:
         result = IntentResult()
         if turn.role is not Role.USER or self._longterm_factory is None:
             return result
+        if detect_intent(turn.content) is Intent.NONE:
+            return result  # the common case: one cheap regex pass, no extraction
         candidates = RuleExtractor().extract([turn])
         forget = [c for c in candidates if c.intent is Intent.FORGET]
         explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key

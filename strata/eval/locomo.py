@@ -1,0 +1,189 @@
+"""LoCoMo-format retrieval evaluation through the public API only.
+
+For each conversation a fresh user; every session's turns go through the turn API with their
+real dates (both speakers are people: user turns prefixed with the speaker's name); each
+session is closed so extraction runs as in production; then every question of categories 1–4
+goes through the recall API. Metrics follow ``shared/data/README.md``: recall@k over the
+evidence dia_ids named by the items' provenance (items naming more than 2 turns count for
+none), MRR of the first evidence hit, mean context tokens, recall latency, ingestion time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from strata.client import Client
+from strata.tokens import count_tokens
+
+__all__ = ["EvalReport", "evaluate", "format_table", "parse_session_date"]
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MAX_PROVENANCE_TURNS = 2
+
+
+def parse_session_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → an aware datetime (UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+class CategoryScore(BaseModel):
+    questions: int = 0
+    recall_at: dict[str, float] = Field(default_factory=dict)
+    mrr: float = 0.0
+
+
+class EvalReport(BaseModel):
+    recipe: str
+    ks: list[int]
+    conversations: int
+    turns: int
+    ingestion_s: float
+    extraction_wait_s: float
+    overall: CategoryScore
+    by_category: dict[str, CategoryScore]
+    context_tokens_mean: dict[str, float]
+    latency_ms: dict[str, float]
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def _sessions(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    numbers = sorted(int(m.group(1)) for k in conv
+                     if (m := re.fullmatch(r"session_(\d+)", k)))
+    return [(parse_session_date(conv[f"session_{n}_date_time"]), conv[f"session_{n}"])
+            for n in numbers]
+
+
+def _ingest(client: Client, user: str, conv: dict[str, Any]) -> tuple[dict[str, str], int]:
+    """Write every turn; returns turn_id → dia_id and the turn count."""
+    to_dia: dict[str, str] = {}
+    count = 0
+    for n, (when, turns) in enumerate(_sessions(conv), start=1):
+        session = f"s{n}"
+        for i, turn in enumerate(turns):
+            ack = client.add_turn(session, user, "user", _turn_text(turn),
+                                  created_at=when + timedelta(seconds=30 * i))
+            to_dia[ack["turn_id"]] = turn["dia_id"]
+            count += 1
+        client.close_session(session, user)
+    return to_dia, count
+
+
+def _wait_for_extraction(client: Client, timeout_s: float = 1800) -> float:
+    """Poll /metrics until the long-term queues are empty."""
+    started = time.monotonic()
+    http = client._http  # the SDK's configured transport and key
+    while time.monotonic() - started < timeout_s:
+        text = http.get("/metrics").text
+        backlog = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                      if line.startswith("strata_queue_backlog{"))
+        if backlog == 0:
+            return time.monotonic() - started
+        time.sleep(1.0)
+    raise TimeoutError("extraction did not drain in time")
+
+
+def _hits(items: list[dict[str, Any]], to_dia: dict[str, str]) -> list[set[str]]:
+    out = []
+    for item in items:
+        turn_ids = item.get("provenance", {}).get("turn_ids", [])
+        if 0 < len(turn_ids) <= MAX_PROVENANCE_TURNS:
+            out.append({to_dia[t] for t in turn_ids if t in to_dia})
+        else:
+            out.append(set())
+    return out
+
+
+def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
+             recipe: str | None = None, budgets: dict[int, int] | None = None,
+             limit_conversations: int | None = None) -> EvalReport:
+    """Run the whole evaluation against a running Strata."""
+    budgets = budgets or {k: max(500, 50 * k) for k in ks}
+    files = sorted(Path(data_dir).glob("*.json"))[:limit_conversations]
+    tag = uuid.uuid4().hex[:6]
+    convs = []
+    started = time.monotonic()
+    turns = 0
+    for path in files:
+        data = json.loads(path.read_text())
+        user = f"locomo-{path.stem}-{tag}"
+        to_dia, n = _ingest(client, user, data)
+        turns += n
+        convs.append((user, to_dia, data["qa"]))
+    ingestion_s = time.monotonic() - started
+    wait_s = _wait_for_extraction(client)
+
+    per_q: list[tuple[int, dict[int, float], float]] = []
+    tokens: dict[int, list[int]] = {k: [] for k in ks}
+    latencies: list[float] = []
+    for user, to_dia, qa in convs:
+        for q in qa:
+            if q.get("category") not in CATEGORIES or not q.get("evidence"):
+                continue
+            evidence = set(q["evidence"])
+            recall_at: dict[int, float] = {}
+            reciprocal = 0.0
+            for k in ks:
+                t0 = time.perf_counter()
+                resp = client.recall(user, str(q["question"]), top_k=k,
+                                     budget_tokens=budgets[k], recipe=recipe)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                tokens[k].append(count_tokens(resp["context"]))
+                hits = _hits(resp["items"], to_dia)
+                found: set[str] = set().union(*hits) if hits else set()
+                recall_at[k] = len(evidence & found) / len(evidence)
+                if k == max(ks):
+                    rank = next((i for i, h in enumerate(hits, 1) if h & evidence), None)
+                    reciprocal = 1.0 / rank if rank else 0.0
+            per_q.append((int(q["category"]), recall_at, reciprocal))
+
+    def score(rows: list[tuple[int, dict[int, float], float]]) -> CategoryScore:
+        if not rows:
+            return CategoryScore()
+        return CategoryScore(
+            questions=len(rows),
+            recall_at={str(k): round(statistics.fmean(r[1][k] for r in rows), 4) for k in ks},
+            mrr=round(statistics.fmean(r[2] for r in rows), 4))
+
+    lat = sorted(latencies)
+    return EvalReport(
+        recipe=recipe or "default", ks=list(ks), conversations=len(convs), turns=turns,
+        ingestion_s=round(ingestion_s, 1), extraction_wait_s=round(wait_s, 1),
+        overall=score(per_q),
+        by_category={name: score([r for r in per_q if r[0] == c])
+                     for c, name in CATEGORIES.items()},
+        context_tokens_mean={str(k): round(statistics.fmean(v), 1) for k, v in tokens.items()
+                             if v},
+        latency_ms={"p50": round(lat[len(lat) // 2], 1) if lat else 0.0,
+                    "p95": round(lat[int(len(lat) * 0.95)], 1) if lat else 0.0})
+
+
+def format_table(report: EvalReport) -> str:
+    ks = report.ks
+    head = ["category", "n"] + [f"R@{k}" for k in ks] + ["MRR"]
+    rows = [head]
+    for name, sc in [*report.by_category.items(), ("overall", report.overall)]:
+        rows.append([name, str(sc.questions)] + [f"{sc.recall_at.get(str(k), 0):.3f}"
+                                                 for k in ks] + [f"{sc.mrr:.3f}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    lines.append(f"context tokens (mean): {report.context_tokens_mean}   "
+                 f"recall latency ms: {report.latency_ms}")
+    lines.append(f"ingestion: {report.turns} turns in {report.ingestion_s}s; extraction "
+                 f"drained {report.extraction_wait_s}s later; recipe: {report.recipe}")
+    return "\n".join(lines)
