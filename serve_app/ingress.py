@@ -25,6 +25,7 @@ from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import metrics
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
+from strata.layers.knowledge import DocumentIn, ImportReport, KnowledgeBase, ValidationQuestion
 from strata.layers.memories import MemoryCreate, MemoryPatch
 from strata.models import MemoryKind, RecallRequest, RecallResponse, Scope
 from strata.recall.recipes import RECIPES
@@ -73,6 +74,20 @@ class TurnRequest(BaseModel):
     turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
 
 
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[DocumentIn] = Field(min_length=1, max_length=1000)
+    validate_: list[ValidationQuestion] = Field(default_factory=list, alias="validate")
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000)
+    top_k: int = Field(default=5, ge=1, le=50)
+
+
 class UserRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +126,8 @@ class IngressService:
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
         self._shards = ShardDirectory(settings, self._settings.session_shards, namespace)
         self._dim: int | None = None
+        self._kb: KnowledgeBase | None = None
+        self._import_locks: dict[str, asyncio.Lock] = {}
 
     def _principal(self, request: Request) -> Principal:
         return authenticate(request.headers.get("authorization"), self._settings.api_keys)
@@ -304,6 +321,61 @@ class IngressService:
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).delete_user.remote(scope))
         return {"deleted_user": user_id, **result}
+
+    # -- knowledge base ------------------------------------------------------------------------
+    async def _knowledge(self) -> KnowledgeBase:
+        if self._kb is None:
+            info = await self._embedder_info()
+            vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
+            self._kb = KnowledgeBase(vectors, str(info["model_id"]))
+        return self._kb
+
+    async def import_knowledge(self, tenant: str, documents: list[DocumentIn],
+                               validate: list[ValidationQuestion]) -> ImportReport:
+        """Plan, embed (batched on the Embedder deployment), write, validate, flip."""
+        kb = await self._knowledge()
+        lock = self._import_locks.setdefault(tenant, asyncio.Lock())
+        async with lock:  # one import per tenant at a time
+            plan = await asyncio.to_thread(kb.plan, tenant, documents)
+            vectors: list[list[float]] = []
+            texts = [c.text for c in plan.add]
+            for start in range(0, len(texts), 256):
+                vectors.extend(await self._embedder.encode_many.remote(texts[start:start + 256]))
+            questions = [q.question for q in validate]
+            query_vectors = await self._embedder.encode_many.remote(questions) if questions else []
+            return await asyncio.to_thread(kb.commit, plan, vectors,
+                                           lambda _: query_vectors, validate)
+
+    @api.post("/v1/knowledge/documents")
+    async def post_documents(self, body: ImportRequest, request: Request) -> JSONResponse:
+        principal = self._principal(request)
+        principal.require_admin()
+        report = await self.import_knowledge(principal.tenant, body.documents, body.validate_)
+        return JSONResponse(status_code=200 if report.ok else 422,
+                            content=report.model_dump(mode="json") | (
+                                {} if report.ok else {"error": "validation_failed",
+                                                      "detail": report.reason}))
+
+    @api.get("/v1/knowledge/documents/{doc_id:path}")
+    async def get_document(self, doc_id: str, request: Request) -> dict[str, Any]:
+        principal = self._principal(request)
+        kb = await self._knowledge()
+        rows = await asyncio.to_thread(kb.document, principal.tenant, doc_id)
+        return {"doc_id": doc_id, "chunks": [{
+            "id": r.id, "position": r.payload["position"], "version": r.payload["version"],
+            "status": r.status, "text": r.text, "embed_model": r.embed_model,
+            "content_hash": r.payload["content_hash"]} for r in rows]}
+
+    @api.post("/v1/knowledge/search")
+    async def search_knowledge(self, body: SearchRequest, request: Request) -> dict[str, Any]:
+        principal = self._principal(request)
+        kb = await self._knowledge()
+        vector = await self._embedder.embed.remote(body.query)
+        hits = await asyncio.to_thread(kb.search, principal.tenant, body.query, vector,
+                                       body.top_k)
+        return {"results": [{"id": h.record.id, "doc_id": h.record.payload.get("doc_id"),
+                             "version": h.record.payload.get("version"), "text": h.record.text,
+                             "score": round(h.score, 5)} for h in hits]}
 
 
 IngressDeployment = serve.deployment(

@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import ray
 from ray import serve
@@ -46,6 +47,21 @@ def start(settings: Settings) -> None:
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
     app = build_app(AppArgs(settings=settings.model_dump(mode="json"), namespace=NAMESPACE))
     serve.run(app, name="strata", route_prefix="/")
+    if settings.demo_knowledge and not settings.api_keys:
+        seed_demo_knowledge()
+
+
+DEMO_DIR = Path(__file__).parent / "demo_knowledge"
+
+
+def seed_demo_knowledge(tenant: str = "default") -> None:
+    """Import the small demo knowledge base (idempotent: unchanged chunks are untouched)."""
+    from strata.layers.knowledge import DocumentIn
+
+    docs = [DocumentIn(doc_id=f"demo/{p.stem}", title=p.stem, text=p.read_text())
+            for p in sorted(DEMO_DIR.glob("*.md"))]
+    report = serve.get_app_handle("strata").import_knowledge.remote(tenant, docs, []).result()
+    logger.info("demo knowledge base: %s", report.model_dump(exclude={"validation"}))
 
 
 def stop(settings: Settings, shutdown_ray: bool = True) -> None:

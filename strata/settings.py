@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     window_turns: int = Field(default=8, ge=6, le=10)
     session_shards: int = Field(default=2, ge=1, le=256)
     extractors: int = Field(default=1, ge=0, le=64)
+    demo_knowledge: bool = Field(default=True, description="seed the demo knowledge base "
+                                 "(local default only: no API keys configured)")
     session_ttl_s: float = Field(default=600.0, gt=0, description="idle → snapshot + evict")
     session_idle_extract_s: float = Field(default=1800.0, gt=0,
                                           description="idle → intermediate extraction")

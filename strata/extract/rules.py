@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strata.extract.base import Candidate, Intent
-from strata.layers.summarize import salient_score, split_sentences
+from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
+from strata.tokens import count_tokens
 
 __all__ = ["RuleExtractor", "detect_intent", "is_hedged"]
 
+MIN_EPISODE_TOKENS = 6
 _END = r"(?=[,.!?;，。！？；]|$| and | but | now| with| because)"
 _ZEND = r"(?=[，。！？；,.!?;]|$|了|的时候)"
 
@@ -208,9 +210,9 @@ class RuleExtractor:
     def _episode(self, turn: Turn, provenance: Provenance, has_facts: bool) -> list[Candidate]:
         text = turn.content.strip()
         kind = next((name for name, p in _EPISODE_TYPES if p.search(text)), None)
-        if kind is None and salient_score(text) < 2 and not has_facts:
-            return []
-        if len(text) < 12 or (text.endswith(("?", "？")) and kind is None):
+        # every substantive user turn is an episode (turn granularity, one turn of
+        # provenance); chit-chat is dropped by the quality filter downstream
+        if count_tokens(text) < MIN_EPISODE_TOKENS and not has_facts:
             return []
         sentiment = (0.5 if _POS.search(text) else 0.0) - (0.5 if _NEG.search(text) else 0.0)
         obj = _OBJECT.search(text)

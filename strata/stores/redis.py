@@ -236,9 +236,10 @@ class RedisStore:
         for info in groups:
             name = info["name"].decode() if isinstance(info["name"], bytes) else info["name"]
             if name == group:
-                lag = info.get("lag")
-                return QueueDepth(length=length, pending=int(info["pending"]),
-                                  lag=int(lag) if lag is not None else length)
+                # ack deletes the entry, so the stream holds exactly the pending entries plus
+                # the undelivered ones; Redis's own "lag" miscounts once entries are deleted
+                pending = int(info["pending"])
+                return QueueDepth(length=length, pending=pending, lag=max(0, length - pending))
         return QueueDepth(length=length, pending=0, lag=length)
 
     def scan_queue_ids(self, queue: str, count: int) -> list[str]:

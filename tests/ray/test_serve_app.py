@@ -224,6 +224,36 @@ def test_recall_over_http_routes_budget_debug_and_metrics(app: App) -> None:
         assert name in text, name
 
 
+def test_knowledge_import_versions_and_validation_over_http(app: App) -> None:
+    p1 = "Returns are accepted within 14 days of delivery if the item is unused. " * 5
+    p2 = "Express shipping costs 9 euros and arrives the next working day. " * 5
+    p3 = "Loyalty points expire after two years without a purchase. " * 5
+    v1 = app.post("/v1/knowledge/documents", {"documents": [
+        {"doc_id": "shop/policy", "text": "\n\n".join([p1, p2, p3])}]})
+    assert v1.status_code == 200 and v1.json()["added"] == 3
+    v2_text = "\n\n".join([p1.replace("14 days", "30 days"), p2])
+    v2 = app.post("/v1/knowledge/documents", {"documents": [
+        {"doc_id": "shop/policy", "text": v2_text}]}).json()
+    assert (v2["added"], v2["deprecated"], v2["unchanged"]) == (1, 2, 1)
+    found = app.post("/v1/knowledge/search", {"query": "how many days to return an item"})
+    texts = " ".join(r["text"] for r in found.json()["results"])
+    assert "30 days" in texts and "14 days" not in texts and "Loyalty" not in texts
+    doc = httpx.get(f"{app.base}/v1/knowledge/documents/shop/policy", headers=AUTH,
+                    timeout=30).json()
+    assert sorted(c["status"] for c in doc["chunks"]) == [
+        "active", "active", "deprecated", "deprecated"]
+    again = app.post("/v1/knowledge/documents", {"documents": [
+        {"doc_id": "shop/policy", "text": v2_text}]}).json()
+    assert (again["added"], again["deprecated"]) == (0, 0)
+    bad = app.post("/v1/knowledge/documents", {
+        "documents": [{"doc_id": "shop/other", "text": "Completely unrelated gardening tips."}],
+        "validate": [{"question": "how many days to return an item",
+                      "expect_doc_id": "shop/nonexistent"}]})
+    assert bad.status_code == 422 and "previous versions stay active" in bad.json()["detail"]
+    assert httpx.get(f"{app.base}/v1/knowledge/documents/shop/other", headers=AUTH,
+                     timeout=30).status_code == 404
+
+
 def test_build_app_validates_args() -> None:
     with pytest.raises(ValueError):
         build_app({"embedder_replicas": 0})

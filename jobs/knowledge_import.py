@@ -1,0 +1,73 @@
+"""Import a folder of Markdown/text into a tenant's knowledge base.
+
+    python -m jobs.knowledge_import --path DIR [--validate questions.yaml] [--tenant default]
+    ray job submit --working-dir . -- python -m jobs.knowledge_import --path docs/
+
+Joins the running Strata cluster (RAY_ADDRESS or auto), plans the import (chunks, dedup,
+versions), embeds the new chunks with Ray Data on an actor pool, writes them as pending,
+validates, and flips them active — or leaves the previous versions active and says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import ray
+import yaml
+
+from actors.store_owner import vector_store_for
+from jobs.embedding import embed_texts
+from strata.layers.knowledge import DocumentIn, KnowledgeBase, ValidationQuestion
+from strata.settings import Settings
+from strata.stores.embedders import make_embedder
+
+NAMESPACE = "strata"
+
+
+def read_folder(path: Path) -> list[DocumentIn]:
+    docs = []
+    for file in sorted(path.rglob("*")):
+        if file.suffix.lower() in (".md", ".markdown", ".txt") and file.is_file():
+            text = file.read_text(encoding="utf-8")
+            if text.strip():
+                doc_id = str(file.relative_to(path).with_suffix("")).replace("\\", "/")
+                docs.append(DocumentIn(doc_id=doc_id, title=file.stem, text=text))
+    return docs
+
+
+def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQuestion],
+        actors: int) -> int:
+    docs = read_folder(path)
+    print(f"{len(docs)} documents from {path}", flush=True)
+    probe = make_embedder(settings)
+    kb = KnowledgeBase(vector_store_for(settings, probe.dim, NAMESPACE), probe.model_id)
+    plan = kb.plan(tenant, docs)
+    print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
+          f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates", flush=True)
+    vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings, actors)
+    report = kb.commit(plan, [vectors[c.id] for c in plan.add],
+                       lambda qs: [v.tolist() for v in probe.encode(qs)], validate)
+    print(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    return 0 if report.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.knowledge_import")
+    parser.add_argument("--path", required=True, type=Path)
+    parser.add_argument("--tenant", default="default")
+    parser.add_argument("--validate", type=Path, default=None,
+                        help="YAML list of {question, expect_doc_id}")
+    parser.add_argument("--actors", type=int, default=1, help="embedding actors")
+    args = parser.parse_args(argv)
+    questions = [ValidationQuestion.model_validate(q) for q in
+                 (yaml.safe_load(args.validate.read_text()) if args.validate else [])]
+    if not ray.is_initialized():
+        ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
+    return run(args.path, args.tenant, Settings(), questions, args.actors)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
