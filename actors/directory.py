@@ -10,7 +10,7 @@ from actors.session_shard import SessionShardActor
 from strata.layers.sessions import ShardRing
 from strata.models import Scope
 
-__all__ = ["ShardDirectory", "shard_name"]
+__all__ = ["ShardDirectory", "running_settings", "shard_name"]
 
 
 def shard_name(index: int) -> str:
@@ -38,3 +38,14 @@ class ShardDirectory:
                 ray.get(handle.shutdown.remote(), timeout=30)
             finally:
                 ray.kill(handle, no_restart=True)
+
+
+def running_settings(namespace: str | None) -> dict[str, Any]:
+    """The effective settings of the Strata running in this cluster (from shard 0)."""
+    try:
+        shard = ray.get_actor(shard_name(0), namespace=namespace)
+    except ValueError:
+        raise RuntimeError("no Strata is running in this Ray cluster (start `strata serve`)"
+                           ) from None
+    settings: dict[str, Any] = ray.get(shard.effective_settings.remote())
+    return settings

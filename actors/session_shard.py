@@ -46,6 +46,10 @@ class SessionShard(SessionShardService):
             except Exception:  # a failed sweep is retried on the next tick
                 logger.exception("session sweep failed on shard %s", self.shard_id)
 
+    def effective_settings(self) -> dict[str, Any]:
+        """The settings the running service uses (jobs read the Redis URL from here)."""
+        return self._settings.model_dump(mode="json")
+
     def pid(self) -> int:
         return os.getpid()
 

@@ -224,15 +224,20 @@ class LongTermMemory:
         return forgotten
 
     def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
-        """Recall returned these: bump last access and access count."""
+        """Recall returned these: bump last access and access count (one get and one upsert
+        per collection, vectors reused)."""
         done = 0
-        for memory_id in memory_ids:
-            try:
-                collection, item = self.find(scope, memory_id)
-            except NotFound:
+        now = utcnow()
+        for collection in COLLECTIONS.values():
+            rows = self.vectors.get(collection, scope, memory_ids)
+            if not rows:
                 continue
-            item = item.model_copy(update={"access_count": item.access_count + 1,
-                                           "last_access_at": utcnow()})
-            self._rewrite(collection, scope, item)
-            done += 1
+            updated = []
+            for row in rows:
+                item = from_record(row)
+                item = item.model_copy(update={"access_count": item.access_count + 1,
+                                               "last_access_at": now})
+                updated.append(to_record(item, row.vector or [], row.embed_model))
+            self.vectors.upsert(collection, scope, updated)
+            done += len(updated)
         return done

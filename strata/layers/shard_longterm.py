@@ -20,6 +20,7 @@ from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
+from strata.layers.decay import DecayPolicy, SweepCounts, sweep_scope
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
 from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
@@ -80,6 +81,7 @@ class LongTermShardOps:
             for cand in forget:
                 result.forgotten.extend(self.longterm.forget_matching(scope, cand.text))
             if explicit:
+                self._redis.register_user(scope.key)
                 summary = self.longterm.writer.write(scope, explicit)
                 result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
             self._redis.ensure_group(QUEUE_HIGH, HIGH_GROUP)
@@ -98,10 +100,18 @@ class LongTermShardOps:
     # -- the memories API --------------------------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
         with self._lock:
+            self._redis.register_user(scope.key)
             return self.longterm.writer.write(scope, candidates)
+
+    def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
+                    ) -> SweepCounts:
+        """The decay sweep of one user, in the user's shard (the single writer)."""
+        with self._lock:
+            return sweep_scope(self.longterm.vectors, scope, policy, utcnow(), dry_run)
 
     def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
         with self._lock:
+            self._redis.register_user(scope.key)
             item, action = self.longterm.create(scope, body)
             self._redis.audit(scope.key, action=f"create:{action}", memory_id=item.id,
                               kind=item.kind.value, at=utcnow().isoformat())
@@ -172,6 +182,7 @@ class LongTermShardOps:
             queued = sum(self._redis.remove_user_from_queue(q, scope.tenant, scope.user)
                          for q in (QUEUE_LOW, QUEUE_HIGH))
             self._redis.untrack_user(self.shard_id, scope.key)
+            self._redis.unregister_user(scope.key)
             logged = self._redis.recall_log_remove(scope.key)
             self._redis.audit(scope.key, action="delete_user", count=memories,
                               at=utcnow().isoformat())

@@ -272,6 +272,19 @@ class RedisStore:
             if members:
                 self._r.zrem(self._k(f"active:{shard}"), *members)
 
+    # -- user registry (for sweeps across all users) ------------------------------------------
+    def register_user(self, scope_key: str) -> None:
+        with _redis_errors("register user"):
+            self._r.sadd(self._k("users"), scope_key)
+
+    def unregister_user(self, scope_key: str) -> None:
+        with _redis_errors("unregister user"):
+            self._r.srem(self._k("users"), scope_key)
+
+    def users(self) -> list[str]:
+        with _redis_errors("users"):
+            return sorted(m.decode() for m in self._r.sscan_iter(self._k("users"), count=1000))
+
     # -- recall log (content-free: ids and route only) -------------------------------------
     def recall_log_add(self, scope_key: str, memory_ids: list[str], route: str) -> None:
         with _redis_errors("recall log"):
