@@ -88,7 +88,7 @@ def _eval(args: argparse.Namespace) -> int:
     client = _client(args)
     client._http.timeout = httpx.Timeout(120)
     report = evaluate(client, Path(args.data), ks, args.recipe,
-                      limit_conversations=args.limit)
+                      limit_conversations=args.limit, reuse_tag=args.reuse_tag)
     print(format_table(report))
     if args.out:
         Path(args.out).write_text(report.model_dump_json(indent=2))
@@ -145,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--k", default="5,10,20")
     evaluation.add_argument("--out", default=None)
     evaluation.add_argument("--limit", type=int, default=None, help="first N conversations")
+    evaluation.add_argument("--reuse-tag", default=None,
+                            help="question the users an earlier run ingested (skip ingestion)")
     evaluation.set_defaults(func=_eval)
     return parser
 

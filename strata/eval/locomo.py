@@ -109,20 +109,30 @@ def _hits(items: list[dict[str, Any]], to_dia: dict[str, str]) -> list[set[str]]
     return out
 
 
+def _known_ids(conv: dict[str, Any]) -> tuple[dict[str, str], int]:
+    """turn_id → dia_id of an already ingested conversation (turn ids are session:n)."""
+    to_dia = {f"s{n}:{i}": turn["dia_id"] for n, (_, turns) in enumerate(_sessions(conv), 1)
+              for i, turn in enumerate(turns, 1)}
+    return to_dia, len(to_dia)
+
+
 def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
              recipe: str | None = None, budgets: dict[int, int] | None = None,
-             limit_conversations: int | None = None) -> EvalReport:
-    """Run the whole evaluation against a running Strata."""
+             limit_conversations: int | None = None, reuse_tag: str | None = None
+             ) -> EvalReport:
+    """Run the whole evaluation against a running Strata (``reuse_tag``: skip ingestion
+    and question the users a previous run with that tag wrote)."""
     budgets = budgets or {k: max(500, 50 * k) for k in ks}
     files = sorted(Path(data_dir).glob("*.json"))[:limit_conversations]
-    tag = uuid.uuid4().hex[:6]
+    tag = reuse_tag or uuid.uuid4().hex[:6]
+    print(f"users: locomo-<conversation>-{tag}", flush=True)
     convs = []
     started = time.monotonic()
     turns = 0
     for path in files:
         data = json.loads(path.read_text())
         user = f"locomo-{path.stem}-{tag}"
-        to_dia, n = _ingest(client, user, data)
+        to_dia, n = _known_ids(data) if reuse_tag else _ingest(client, user, data)
         turns += n
         convs.append((user, to_dia, data["qa"]))
     ingestion_s = time.monotonic() - started

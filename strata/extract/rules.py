@@ -198,7 +198,7 @@ class RuleExtractor:
                     intent=intent if intent is not Intent.FORGET else Intent.NONE,
                     scope_tags=_tags(sentence), provenance=provenance,
                     event_time=turn.created_at)
-        if not found and intent is Intent.REMEMBER:
+        if not found and intent is Intent.REMEMBER and _REMEMBER.search(sentence):
             text = re.sub(r"^(请)?(记住|记得|remember( that)?|don'?t forget( that)?)[:：,，\s]*", "",
                           sentence.strip(), flags=re.I)
             found[f"note:{_norm(text)[:40]}"] = Candidate(

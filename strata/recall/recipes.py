@@ -27,6 +27,7 @@ class RecallRecipe(BaseModel):
     half_life_days: dict[str, float] = Field(default_factory=lambda: {
         "facts": 30.0, "episodes": 7.0})
     threshold: float = 0.3
+    min_similarity: float = 0.2  # below this a candidate is unrelated, whatever its recency
     dedup_jaccard: float = 0.8
     neighbour_expansion: bool = False
 

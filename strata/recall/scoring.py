@@ -31,7 +31,8 @@ class ScoredItem(BaseModel):
     kind: str
     text: str
     score: float = 0.0
-    created_at: datetime | None = None
+    created_at: datetime | None = None  # the label's date: when it happened
+    age_from: datetime | None = None    # what decay counts from: last access or update
     confidence: float | None = None
     source: str | None = None
     provenance: Provenance = Field(default_factory=Provenance)
@@ -39,21 +40,24 @@ class ScoredItem(BaseModel):
     access_count: int = 0
 
 
-def _lexical_max(hits: Sequence[SearchHit]) -> float:
-    return max((h.parts.get("lexical", 0.0) for h in hits), default=0.0) or 1.0
+BM25_HALF = 6.0  # a BM25 score of 6 (a couple of rare terms) counts as half a match
+
+
+def lexical_similarity(bm25: float) -> float:
+    """BM25 mapped to 0–1 by saturation, so a weak match stays weak whatever else ranks."""
+    return bm25 / (bm25 + BM25_HALF) if bm25 > 0 else 0.0
 
 
 def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence[ScoredItem],
                recipe: RecallRecipe, now: datetime) -> list[ScoredItem]:
     """Score one layer's hits (``items[i]`` describes ``hits[i]``)."""
-    lex_max = _lexical_max(hits)
     weight = recipe.layer_weights.get(layer, 1.0)
     out = []
     for hit, item in zip(hits, items, strict=True):
         dense = max(0.0, hit.parts.get("dense", 0.0))
-        lexical = hit.parts.get("lexical", 0.0) / lex_max
+        lexical = lexical_similarity(hit.parts.get("lexical", 0.0))
         similarity = recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
-        when = item.created_at or now
+        when = item.age_from or item.created_at or now
         decay = decay_weight((now - when).total_seconds() / 86400,
                              recipe.half_life_days.get(layer))
         confidence = item.confidence if item.confidence is not None else 1.0

@@ -55,6 +55,7 @@ def _item(layer: str, record: StoredRecord) -> ScoredItem:
     memory = from_record(record)
     return ScoredItem(id=memory.id, layer=layer, kind=memory.kind.value,
                       text=redact(memory.text), created_at=memory.event_time or memory.created_at,
+                      age_from=memory.last_access_at or memory.updated_at,
                       confidence=memory.confidence, source=memory.source.value,
                       provenance=memory.provenance, access_count=memory.access_count)
 
@@ -162,12 +163,18 @@ class RecallService:
     @staticmethod
     def _select(candidates: list[ScoredItem], recipe: RecallRecipe
                 ) -> tuple[list[ScoredItem], bool]:
-        """Above the threshold; if nothing passes, relax it once (halved)."""
+        """Relevant enough (similarity) and above the score threshold; if nothing passes,
+        relax both once (halved)."""
         ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-        passed = [c for c in ranked if c.score >= recipe.threshold]
+
+        def passing(factor: float) -> list[ScoredItem]:
+            return [c for c in ranked if c.score >= recipe.threshold * factor
+                    and c.parts.get("similarity", 0.0) >= recipe.min_similarity * factor]
+
+        passed = passing(1.0)
         if passed or not ranked:
             return passed, False
-        return [c for c in ranked if c.score >= recipe.threshold / 2], True
+        return passing(0.5), True
 
     def _most_used(self, scope: Scope, request: RecallRequest) -> list[ScoredItem]:
         """The last resort: the user's most-used active facts."""

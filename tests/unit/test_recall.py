@@ -138,7 +138,8 @@ def test_old_episodes_rank_below_fresh_ones(world) -> None:  # type: ignore[no-u
     new = shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE,
                                               text="Complained about slow checkout screen"))
     rec = vectors._data[Collection.EPISODES][U.key][old["memory"]["id"]]
-    rec.created_at = (datetime.now(timezone.utc) - timedelta(days=30)).timestamp()
+    rec.created_at = rec.updated_at = (
+        datetime.now(timezone.utc) - timedelta(days=30)).timestamp()  # untouched for 30 days
     rec.payload["event_time"] = None
     resp = ask(vectors, "slow checkout", layers=["episodes"], debug=True)
     ids = [c["id"] for c in resp.debug["candidates"]]  # type: ignore[attr-defined]
