@@ -120,6 +120,16 @@ class MilvusVectorStore:
         """The Milvus name (an alias for knowledge, so it can be re-embedded)."""
         return f"{self._prefix}{collection.value}"
 
+    @property
+    def client(self) -> MilvusClient:
+        """The raw client, for admin jobs in this package (re-embedding)."""
+        return self._client
+
+    def create_physical(self, name: str, dim: int) -> None:
+        """Create a collection with Strata's schema under a physical name."""
+        with _milvus_errors("create collection"):
+            self._create(name, dim)
+
     def _create(self, name: str, dim: int) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("pk", DataType.VARCHAR, max_length=1024, is_primary=True)

@@ -1,0 +1,56 @@
+"""Re-embed the knowledge base with another embedding model, with no downtime.
+
+    python -m jobs.reembed --embedder openai        # or minilm / hash
+    ray job submit -- python -m jobs.reembed --embedder minilm
+
+With milvus-lite the work runs inside the StoreOwner (the only process that may open the
+file); with a Milvus server it runs here. Searches keep answering from the old collection
+until the alias swaps. Restart Strata with the same STRATA_EMBEDDER afterwards so queries
+are embedded by the new model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import ray
+
+from actors.directory import running_settings
+from actors.store_owner import OWNER_NAME
+from strata.runtime import open_milvus
+from strata.settings import Settings
+from strata.stores.embedders import make_embedder
+from strata.stores.reembed import ReembedReport, reembed_knowledge
+
+NAMESPACE = "strata"
+
+
+def _run(store: Any, settings: Settings) -> ReembedReport:
+    embedder = make_embedder(settings)
+    return reembed_knowledge(store, lambda ts: [v.tolist() for v in embedder.encode(ts)],
+                             embedder.dim, embedder.model_id,
+                             on_batch=lambda n: print(f"{n} chunks re-embedded", flush=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.reembed")
+    parser.add_argument("--embedder", choices=["minilm", "hash", "openai"], required=True)
+    args = parser.parse_args(argv)
+    if not ray.is_initialized():
+        ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
+    base = Settings(**running_settings(NAMESPACE))
+    target = base.model_copy(update={"embedder": args.embedder})
+    if base.milvus_is_lite:
+        owner = ray.get_actor(OWNER_NAME, namespace=NAMESPACE)
+        report = ray.get(owner.__ray_call__.remote(lambda self: _run(self._store, target)))
+    else:
+        report = _run(open_milvus(base, make_embedder(base).dim), target)
+    print(json.dumps(report.model_dump()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
