@@ -20,22 +20,11 @@ import yaml
 
 from actors.store_owner import vector_store_for
 from jobs.embedding import embed_texts
-from strata.layers.knowledge import DocumentIn, KnowledgeBase, ValidationQuestion
+from strata.layers.knowledge import KnowledgeBase, ValidationQuestion, read_folder
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
 
 NAMESPACE = "strata"
-
-
-def read_folder(path: Path) -> list[DocumentIn]:
-    docs = []
-    for file in sorted(path.rglob("*")):
-        if file.suffix.lower() in (".md", ".markdown", ".txt") and file.is_file():
-            text = file.read_text(encoding="utf-8")
-            if text.strip():
-                doc_id = str(file.relative_to(path).with_suffix("")).replace("\\", "/")
-                docs.append(DocumentIn(doc_id=doc_id, title=file.stem, text=text))
-    return docs
 
 
 def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQuestion],

@@ -95,6 +95,33 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from strata.layers.knowledge import read_folder
+
+    docs = [d.model_dump() for d in read_folder(Path(args.path))]
+    if not docs:
+        print(f"no .md or .txt documents under {args.path}", file=sys.stderr)
+        return 1
+    questions = yaml.safe_load(Path(args.validate).read_text()) if args.validate else None
+    _print(_client(args).import_documents(docs, questions))
+    return 0
+
+
+def _job(args: argparse.Namespace) -> int:
+    """Submit a Ray job (``ray job submit``), or run it here with --local."""
+    import subprocess
+
+    command = [sys.executable, "-m", f"jobs.{args.name}", *args.job_args]
+    if not args.local:
+        command = ["ray", "job", "submit", "--working-dir", ".", "--", "python", "-m",
+                   f"jobs.{args.name}", *args.job_args]
+    return subprocess.call(command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Layered memory for LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -138,6 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_argument("--status", default=None)
     memories.add_argument("--q", default=None)
     memories.set_defaults(func=_memories)
+    knowledge = sub.add_parser("import", help="import a folder into the knowledge base")
+    knowledge.add_argument("path")
+    knowledge.add_argument("--validate", default=None, help="YAML: [{question, expect_doc_id}]")
+    knowledge.set_defaults(func=_import)
+
+    job = sub.add_parser("job", help="run a Ray job: knowledge_import, decay_sweep, reembed")
+    job.add_argument("name", choices=["knowledge_import", "decay_sweep", "reembed"])
+    job.add_argument("--local", action="store_true", help="run here instead of ray job submit")
+    job.add_argument("job_args", nargs=argparse.REMAINDER)
+    job.set_defaults(func=_job)
+
     evaluation = sub.add_parser("eval", help="retrieval evaluation against a running Strata")
     evaluation.add_argument("suite", choices=["locomo"])
     evaluation.add_argument("--data", required=True, help="folder of LoCoMo-format JSON files")

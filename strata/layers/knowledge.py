@@ -14,6 +14,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -31,7 +32,7 @@ from strata.models import (
 from strata.stores.ports import VectorStore
 
 __all__ = ["DocumentIn", "ImportPlan", "ImportReport", "KnowledgeBase", "ValidationQuestion",
-           "chunk_text", "content_hash"]
+           "chunk_text", "content_hash", "read_folder"]
 
 logger = logging.getLogger(__name__)
 CHUNK_MIN, CHUNK_MAX, OVERLAP = 300, 500, 60
@@ -51,6 +52,18 @@ class DocumentIn(BaseModel):
 class ValidationQuestion(BaseModel):
     question: str = Field(min_length=1)
     expect_doc_id: str
+
+
+def read_folder(path: Path) -> list[DocumentIn]:
+    """Markdown and text files below ``path``; the doc_id is the relative path sans suffix."""
+    docs = []
+    for file in sorted(Path(path).rglob("*")):
+        if file.suffix.lower() in (".md", ".markdown", ".txt") and file.is_file():
+            text = file.read_text(encoding="utf-8")
+            if text.strip():
+                doc_id = str(file.relative_to(path).with_suffix("")).replace("\\", "/")
+                docs.append(DocumentIn(doc_id=doc_id, title=file.stem, text=text))
+    return docs
 
 
 def content_hash(text: str) -> str:

@@ -65,3 +65,22 @@ def test_cli_recall_prints_context(monkeypatch: pytest.MonkeyPatch,
     assert main(["--url", "http://x", "--key", "k", "recall", "u", "dinner?"]) == 0
     assert capsys.readouterr().out.strip() == "ctx"
     assert main(["--url", "http://x", "--key", "k", "recall", "u", ""]) == 1
+
+
+def test_cli_import_reads_a_folder(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "setup.md").write_text("# Setup\n\nInstall it with make run.")
+    (tmp_path / "empty.txt").write_text("  ")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    real = httpx.Client.__init__
+
+    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
+        kw["transport"] = httpx.MockTransport(handler)
+        real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
+    SEEN.clear()
+    assert main(["--url", "http://x", "--key", "k", "import", str(tmp_path)]) == 0
+    method, path, body = SEEN[0]
+    assert (method, path) == ("POST", "/v1/knowledge/documents")
+    assert [d["doc_id"] for d in body["documents"]] == ["guide/setup"]  # type: ignore[index]

@@ -103,3 +103,34 @@ def test_episode_records_type_object_and_sentiment() -> None:
     episode = next(c for c in RuleExtractor().extract([turn]) if c.kind.value == "episode")
     assert (episode.episode_type, episode.business_object) == ("issue", "48213")
     assert episode.sentiment < 0 and episode.provenance.turn_ids == ["s:1"]
+
+
+KILL_SCRIPT = """
+import os, signal, sys
+from strata.extract.rules import RuleExtractor
+from strata.extract.worker import ExtractionWorker
+from strata.stores.redis import RedisStore
+
+def die(scope, candidates):
+    os.kill(os.getpid(), signal.SIGKILL)  # killed mid-job: extracted, nothing written or acked
+
+redis = RedisStore(sys.argv[1], prefix=sys.argv[2])
+ExtractionWorker(redis, RuleExtractor(), die, "doomed").run_once()
+"""
+
+
+def test_a_killed_worker_process_leaves_its_job_to_another(  # type: ignore[no-untyped-def]
+        redis_store: RedisStore, redis_server, setup) -> None:
+    import subprocess
+    import sys
+
+    shard, writer, _ = setup
+    shard.append_turn(U, "s1", "user", "I'm allergic to shellfish.")
+    shard.close(U, "s1")
+    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, redis_server.url,
+                           redis_store._prefix], capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()[-500:]
+    assert redis_store.queue_depth(QUEUE_LOW, "extractors").pending == 1
+    assert worker(redis_store, writer, "rescuer", claim_idle_ms=0).run_once() == 1
+    assert writer.facts.current(U, "constraint.allergy:shellfish") is not None
+    assert redis_store.queue_depth(QUEUE_LOW, "extractors").backlog == 0
