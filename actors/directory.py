@@ -22,10 +22,13 @@ class ShardDirectory:
 
     def __init__(self, settings: dict[str, Any], shards: int, namespace: str | None) -> None:
         self.ring = ShardRing(shards)
+        # SPREAD places the pool over the nodes; it needs a (tiny) CPU request to count
+        # actors per node — zero-CPU actors all land on the caller's node
         self.handles = [
             SessionShardActor.options(  # type: ignore[attr-defined]
                 name=shard_name(i), namespace=namespace, get_if_exists=True,
-                lifetime="detached").remote(i, settings, namespace)
+                lifetime="detached", scheduling_strategy="SPREAD", num_cpus=0.01,
+            ).remote(i, settings, namespace)
             for i in range(shards)
         ]
 

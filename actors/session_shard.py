@@ -53,6 +53,9 @@ class SessionShard(SessionShardService):
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
     def shutdown(self) -> None:
         self._stop.set()
         super().shutdown()

@@ -28,18 +28,22 @@ IN_FLIGHT = 64
 
 
 def sweep_all(settings: Settings, dry_run: bool, namespace: str = NAMESPACE,
-              progress_every: int = 1000) -> SweepCounts:
+              progress_every: int = 1000) -> tuple[SweepCounts, dict[int, int]]:
+    """Sweep every registered user; returns the totals and users swept per shard."""
     redis = RedisStore(settings.redis_url, settings.redis_prefix)
     shards = ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, namespace)
     policy = DecayPolicy()
     users = redis.users()
     total = SweepCounts()
     pending: list[Any] = []
+    per_shard: dict[int, int] = {}
     started = time.perf_counter()
     for n, key in enumerate(users, 1):
         tenant, user = key.split(":", 1)
         scope = Scope(tenant=tenant, user=user)
-        pending.append(shards.for_scope(scope).sweep_decay.remote(scope, policy, dry_run))
+        index = shards.ring.shard_for(scope)
+        per_shard[index] = per_shard.get(index, 0) + 1
+        pending.append(shards.handles[index].sweep_decay.remote(scope, policy, dry_run))
         if len(pending) >= IN_FLIGHT:
             done, pending = ray.wait(pending, num_returns=len(pending) // 2)
             for counts in ray.get(done):
@@ -48,7 +52,7 @@ def sweep_all(settings: Settings, dry_run: bool, namespace: str = NAMESPACE,
             print(f"{n}/{len(users)} users ({time.perf_counter() - started:.1f}s)", flush=True)
     for counts in ray.get(pending):
         total = total.add(counts)
-    return total
+    return total, per_shard
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ray.is_initialized():
         ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
     started = time.perf_counter()
-    counts = sweep_all(Settings(**running_settings(NAMESPACE)), args.dry_run)
+    counts, _ = sweep_all(Settings(**running_settings(NAMESPACE)), args.dry_run)
     summary = counts.model_dump() | {"dry_run": args.dry_run,
                                      "seconds": round(time.perf_counter() - started, 2)}
     print(json.dumps(summary))

@@ -18,9 +18,10 @@ from pathlib import Path
 import ray
 import yaml
 
+from actors.directory import running_settings
 from actors.store_owner import vector_store_for
 from jobs.embedding import embed_texts
-from strata.layers.knowledge import KnowledgeBase, ValidationQuestion, read_folder
+from strata.layers.knowledge import ImportReport, KnowledgeBase, ValidationQuestion, read_folder
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
 
@@ -28,7 +29,9 @@ NAMESPACE = "strata"
 
 
 def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQuestion],
-        actors: int) -> int:
+        actors: int, batch_size: int = 64, actor_cpus: float = 1.0
+        ) -> tuple[ImportReport, set[str]]:
+    """The whole import; returns the report and the nodes the embedding ran on."""
     docs = read_folder(path)
     print(f"{len(docs)} documents from {path}", flush=True)
     probe = make_embedder(settings)
@@ -36,11 +39,12 @@ def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQu
     plan = kb.plan(tenant, docs)
     print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
           f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates", flush=True)
-    vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings, actors)
+    vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings, actors,
+                          batch_size, actor_cpus=actor_cpus)
     report = kb.commit(plan, [vectors[c.id] for c in plan.add],
                        lambda qs: [v.tolist() for v in probe.encode(qs)], validate)
     print(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
-    return 0 if report.ok else 1
+    return report, vectors.nodes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,12 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--validate", type=Path, default=None,
                         help="YAML list of {question, expect_doc_id}")
     parser.add_argument("--actors", type=int, default=1, help="embedding actors")
+    parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args(argv)
     questions = [ValidationQuestion.model_validate(q) for q in
                  (yaml.safe_load(args.validate.read_text()) if args.validate else [])]
     if not ray.is_initialized():
         ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
-    return run(args.path, args.tenant, Settings(), questions, args.actors)
+    settings = Settings(**running_settings(NAMESPACE))
+    report, _ = run(args.path, args.tenant, settings, questions, args.actors, args.batch_size)
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

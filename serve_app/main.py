@@ -36,7 +36,8 @@ def _dim(settings: Settings) -> int:
 def start(settings: Settings) -> None:
     """Start Ray, the store owner and the Serve app against already-running backends."""
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or None, namespace=NAMESPACE,
+        # "local": a new local instance, never some other cluster found on the machine
+        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", namespace=NAMESPACE,
                  include_dashboard=False, log_to_driver=False)
     if settings.milvus_is_lite:
         owner = start_store_owner(settings, _dim(settings), namespace=NAMESPACE)

@@ -10,7 +10,8 @@ import ray
 
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[None]:
-    ray.init(num_cpus=2, object_store_memory=256 * 1024 * 1024, namespace="test",
+    ray.init(address="local", num_cpus=2, object_store_memory=256 * 1024 * 1024,
+             namespace="test",
              include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
