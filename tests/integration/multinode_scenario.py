@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import ray
@@ -29,6 +30,12 @@ def main() -> int:
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False)
+    deadline = time.monotonic() + 60
+    # SPREAD places by the resources the scheduler sees: wait until both nodes' CPUs show
+    while ray.available_resources().get("CPU", 0) < 2:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cluster resources never appeared: {ray.available_resources()}")
+        time.sleep(0.2)
     redis = EmbeddedRedis(tmp / "redis").start()
     try:
         settings = Settings(data_dir=tmp, embedder="hash", hash_dim=64, redis_url=redis.url,
