@@ -86,10 +86,10 @@ def _ms(values: Sequence[float], q: float) -> float:
 
 
 # -- reaching into milvus-lite (optional: only for sanity checks and waiting on the bg worker) --
-def _engine_collection(path: str, name: str) -> Any | None:
+def _engine_collection(path: str, name: str) -> Any:
     """The in-process milvus-lite Collection behind ``path`` (None if the internals moved)."""
     try:
-        from milvus_lite import server_manager_instance as mgr
+        from milvus_lite import server_manager_instance as mgr  # type: ignore[import-untyped]
 
         _server, db, _port = mgr._servers[os.path.abspath(path)]
         return db.get_collection(name)
@@ -97,21 +97,21 @@ def _engine_collection(path: str, name: str) -> Any | None:
         return None
 
 
-def _memtable_rows(col: Any | None) -> int | None:
+def _memtable_rows(col: Any) -> int | None:
     try:
         return int(col._memtable.size()) if col is not None else None
     except Exception:
         return None
 
 
-def _segment_count(col: Any | None) -> int | None:
+def _segment_count(col: Any) -> int | None:
     try:
         return len(col._segments_snapshot()) if col is not None else None
     except Exception:
         return None
 
 
-def _wait_background(col: Any | None, fallback_s: float = 3.0) -> float:
+def _wait_background(col: Any, fallback_s: float = 3.0) -> float:
     """Wait for milvus-lite's post-flush compaction + index build; returns the seconds waited."""
     started = time.perf_counter()
     try:
@@ -121,11 +121,11 @@ def _wait_background(col: Any | None, fallback_s: float = 3.0) -> float:
     return time.perf_counter() - started
 
 
-def _bg_marker(col: Any | None) -> Any | None:
+def _bg_marker(col: Any) -> Any | None:
     """A future that completes once milvus-lite's (single-threaded) bg worker is idle."""
     try:
         return col._bg_executor.submit(lambda: None)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -295,7 +295,10 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
 def run_case(n: int, layout: str, args: argparse.Namespace) -> CaseResult:
     runs = args.repeats if n <= args.repeat_max_rows else 1
     outs = [run_once(n, layout, args, seed=1000 * r + n) for r in range(runs)]
-    med = lambda key: statistics.median(o[key] for o in outs)  # noqa: E731
+
+    def med(key: str) -> float:
+        return float(statistics.median(o[key] for o in outs))
+
     res = CaseResult(
         layout=layout, n=n, scope_rows=outs[0]["scope_rows"], runs=runs,
         batch_rows=outs[0]["batch_rows"],
@@ -483,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--fragment", type=_ints, default=[100, 500, 2000],
                    help="flush-every-S-rows values for the many-small-flushes experiment "
                         "('' to skip)")
-    p.add_argument("--fragment-rows", type=int, default=10000)
+    p.add_argument("--fragment-rows", type=int, default=6000)
     p.add_argument("--quick", action="store_true",
                    help="small smoke run: sizes 0,500,2000, 10 queries, 1 run, small fragment")
     p.add_argument("--json", metavar="PATH", help="also write the raw summary as JSON")

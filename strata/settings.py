@@ -61,8 +61,8 @@ class Settings(BaseSettings):
         description='JSON: {"<key>": {"tenant": "acme", "role": "admin"}}. Empty → dev key.',
     )
     # Vector store flush policy (see docs/benchmarks.md for the measurements behind it).
-    flush_unflushed_rows: int = Field(default=2000, ge=1)
-    flush_interval_s: float = Field(default=5.0, gt=0)
+    flush_unflushed_rows: int = Field(default=500, ge=1)
+    flush_interval_s: float = Field(default=2.0, gt=0)
     # Working memory (the seeds: a window of 6–10 turns).
     window_turns: int = Field(default=8, ge=6, le=10)
     session_shards: int = Field(default=2, ge=1, le=256)

@@ -68,7 +68,7 @@ class FlushPolicy:
     should not stay unflushed for long; but each flush costs time, so writes batch up.
     """
 
-    def __init__(self, max_unflushed_rows: int = 2000, max_age_s: float = 5.0) -> None:
+    def __init__(self, max_unflushed_rows: int = 500, max_age_s: float = 2.0) -> None:
         self.max_unflushed_rows = max_unflushed_rows
         self.max_age_s = max_age_s
         self._unflushed: dict[Collection, int] = {}
