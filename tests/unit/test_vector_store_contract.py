@@ -179,3 +179,26 @@ def test_milvus_reopen_keeps_unflushed_rows_and_serves_searches(tmp_path: Path) 
     again.ensure_collections(EMB.dim)
     assert [h.record.id for h in again.search_lexical(FACTS, scope, "peanuts", 3)] == ["1"]
     again.close()
+
+
+def test_flush_policy_threshold_and_age() -> None:
+    policy = FlushPolicy(max_unflushed_rows=10, max_age_s=2.0)
+    policy.record_write(FACTS, 4, now=100.0)
+    assert policy.due(now=101.0) == []
+    assert policy.due(now=102.5) == [FACTS]  # the oldest unflushed write is 2.5 s old
+    policy.record_write(FACTS, 6, now=101.0)
+    assert policy.due(now=100.5) == [FACTS]  # 10 rows: the threshold
+    policy.flushed(FACTS)
+    assert policy.due(now=200.0) == [] and policy.unflushed(FACTS) == 0
+
+
+def test_milvus_flushes_when_the_threshold_is_reached(tmp_path: Path) -> None:
+    scope = Scope(tenant="t", user="u")
+    store = MilvusVectorStore(str(tmp_path / "f.db"),
+                              flush_policy=FlushPolicy(max_unflushed_rows=5, max_age_s=3600))
+    store.ensure_collections(EMB.dim)
+    store.upsert(FACTS, scope, [rec(str(i), f"fact {i}") for i in range(4)])
+    assert store.flush_stats["flushes"] == 0 and store.flush_due() == []
+    store.upsert(FACTS, scope, [rec("4", "fact 4")])
+    assert store.flush_stats["flushes"] == 1
+    store.close()
