@@ -31,8 +31,8 @@ from strata.models import (
 )
 from strata.stores.ports import VectorStore
 
-__all__ = ["DocumentIn", "ImportPlan", "ImportReport", "KnowledgeBase", "ValidationQuestion",
-           "chunk_text", "content_hash", "read_folder"]
+__all__ = ["DocumentIn", "DocumentSummary", "ImportPlan", "ImportReport", "KnowledgeBase",
+           "ValidationQuestion", "chunk_text", "content_hash", "read_folder"]
 
 logger = logging.getLogger(__name__)
 CHUNK_MIN, CHUNK_MAX, OVERLAP = 300, 500, 60
@@ -142,6 +142,18 @@ class ImportReport(BaseModel):
     duplicates_skipped: int = 0
     validation: list[dict[str, Any]] = Field(default_factory=list)
     reason: str | None = None
+
+
+class DocumentSummary(BaseModel):
+    """One document of a tenant's knowledge base: its versions and chunk statuses."""
+
+    doc_id: str
+    title: str = ""
+    latest_version: int
+    versions: list[int]
+    chunks: dict[str, int] = Field(description="chunk count per status")
+    updated_at: float
+    embed_models: list[str]
 
 
 class KnowledgeBase:
@@ -254,6 +266,26 @@ class KnowledgeBase:
         """Active chunks only."""
         return self._vectors.search_hybrid(Collection.KNOWLEDGE, Scope.shared(tenant), vector,
                                            query, top_k, RecordFilter(statuses=["active"]))
+
+    def documents(self, tenant: str, limit: int = 10_000) -> list[DocumentSummary]:
+        """Every document of a tenant (all versions and statuses), by doc_id."""
+        rows = self._vectors.query(Collection.KNOWLEDGE, Scope.shared(tenant), None, limit)
+        by_doc: dict[str, list[StoredRecord]] = {}
+        for row in rows:
+            by_doc.setdefault(str(row.payload["doc_id"]), []).append(row)
+        summaries = []
+        for doc_id, chunks in sorted(by_doc.items()):
+            versions = sorted({int(c.payload["version"]) for c in chunks})
+            statuses: dict[str, int] = {}
+            for c in chunks:
+                statuses[c.status] = statuses.get(c.status, 0) + 1
+            newest = max(chunks, key=lambda c: c.updated_at)
+            summaries.append(DocumentSummary(
+                doc_id=doc_id, title=str(newest.payload.get("title") or ""),
+                latest_version=versions[-1], versions=versions, chunks=statuses,
+                updated_at=newest.updated_at,
+                embed_models=sorted({c.embed_model for c in chunks})))
+        return summaries
 
     def document(self, tenant: str, doc_id: str) -> list[StoredRecord]:
         """Every chunk of a document, all versions and statuses, by position then version."""
