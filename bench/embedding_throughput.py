@@ -2,19 +2,25 @@
 
 The job path is ``jobs.embedding.embed_texts`` exactly as ``jobs.knowledge_import`` calls it
 (Ray Data ``map_batches`` over an actor pool of ``EmbedBatch``, ``Settings(embedder="minilm")``,
-``actors=1``, ``batch_size=64``) on a local one-node Ray (``num_cpus=2``). The raw path is
-``MiniLMEmbedder().encode`` in batches of 64 in this process, on the same texts. Both run in
-the same repetition (alternating which goes first), ``--reps`` times; the report gives medians.
+``actors=1``, the pool shaped by ``pool_shape``) on a local one-node Ray (all the machine's
+CPUs). The raw path is ``MiniLMEmbedder().encode`` in this process on the same texts, sliced
+in the same batch size. Both run in the same repetition (alternating which goes first),
+``--reps`` times; the report gives medians of two ratios:
 
-``embed_texts`` pays a fixed cost per call (plan the dataset, start the actor, load the model
-in it, tear down): measured separately with warm-up calls on ``--overhead-texts`` texts, and
-subtracted for an "overhead-adjusted" steady-state figure.
+* ``steady``: model load excluded from both. Raw: the encode loop on a loaded (and warmed)
+  model. Job: from the moment the pool's model is loaded (``EmbedBatch`` records it) until
+  the last vector is in the driver's dict, so Ray Data's scheduling, serialisation and the
+  conversion to Python lists are all counted against the job.
+* ``end-to-end``: model load included in both. Raw: ``MiniLMEmbedder()`` + encode. Job: the
+  whole ``embed_texts`` call (plan, start the actor process, load torch and the model in it,
+  embed, tear down).
 
-``--knobs`` also runs variants of the same ``map_batches`` call (batch size, CPUs per actor,
-actor count) to see what closes the gap, and probes the torch thread count inside an actor.
+``--only job|raw`` runs one side alone as a whole process (Ray start included for the job),
+for timing from outside with ``/usr/bin/time -v``. ``--knobs`` tries other pool shapes.
 
-    .venv/bin/python bench/embedding_throughput.py --quick      # smoke run (~1-2 min)
-    .venv/bin/python bench/embedding_throughput.py --knobs      # full run (~10 min on a quiet box)
+    .venv/bin/python bench/embedding_throughput.py --quick
+    .venv/bin/python bench/embedding_throughput.py --texts 1000 --reps 3
+    .venv/bin/python bench/embedding_throughput.py --only raw --texts 1000
 """
 
 from __future__ import annotations
@@ -35,11 +41,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ray
 
-from jobs.embedding import EmbedBatch, embed_texts
+from jobs.embedding import DEFAULT_BATCH, embed_texts
 from strata.settings import Settings
 from strata.stores.embedders import MiniLMEmbedder
-
-RAW_BATCH = 64
 
 _TOPICS = ("billing", "single sign-on", "the export API", "retention policies", "webhooks",
            "rate limits", "the mobile app", "audit logs", "workspace roles", "data residency",
@@ -75,37 +79,35 @@ def make_texts(n: int, seed: int = 7) -> list[str]:
     return out
 
 
-def run_job(texts: list[str], settings: Settings) -> float:
+def run_job(texts: list[str], settings: Settings, batch_size: int, actors: int = 1,
+            cpus: float | None = None, threads: int | None = None) -> dict[str, float]:
     ids = [f"c{i}" for i in range(len(texts))]
     started = time.perf_counter()
-    vectors = embed_texts(ids, texts, settings, actors=1, progress=False)
+    vectors = embed_texts(ids, texts, settings, actors=actors, batch_size=batch_size,
+                          progress=False, actor_cpus=cpus, threads=threads)
+    elapsed = time.perf_counter() - started
+    assert len(vectors) == len(texts)
+    return {"total_s": elapsed, "steady_s": vectors.steady_s, "startup_s": vectors.startup_s}
+
+
+def run_raw(model: MiniLMEmbedder, texts: list[str], batch_size: int) -> float:
+    started = time.perf_counter()
+    vectors: dict[str, list[float]] = {}
+    for i in range(0, len(texts), batch_size):
+        out = model.encode(texts[i:i + batch_size]).tolist()
+        for j, vector in enumerate(out):  # the same output the job hands back
+            vectors[f"c{i + j}"] = vector
     elapsed = time.perf_counter() - started
     assert len(vectors) == len(texts)
     return elapsed
 
 
-def run_variant(texts: list[str], settings: Settings, batch_size: int, actors: int,
-                num_cpus: float) -> float:
-    """The same pipeline as ``embed_texts`` with explicit knobs (same output handling)."""
-    started = time.perf_counter()
-    ds = ray.data.from_items([{"id": f"c{i}", "text": t} for i, t in enumerate(texts)])
-    out = ds.map_batches(EmbedBatch, fn_constructor_kwargs={"settings": settings.model_dump(
-        mode="json")}, batch_size=batch_size, concurrency=actors, batch_format="numpy",
-        num_cpus=num_cpus)
-    vectors = {str(row["id"]): [float(x) for x in row["vector"]] for row in out.iter_rows()}
-    elapsed = time.perf_counter() - started
-    assert len(vectors) == len(texts)
-    return elapsed
-
-
-def run_raw(model: MiniLMEmbedder, texts: list[str]) -> float:
-    started = time.perf_counter()
-    rows = 0
-    for i in range(0, len(texts), RAW_BATCH):
-        rows += len(model.encode(texts[i:i + RAW_BATCH]))
-    elapsed = time.perf_counter() - started
-    assert rows == len(texts)
-    return elapsed
+def load_raw(texts: list[str]) -> tuple[MiniLMEmbedder, float]:
+    """A fresh model, timed; not warmed up, as the job's actor is not either."""
+    t0 = time.perf_counter()
+    model = MiniLMEmbedder()
+    load_s = time.perf_counter() - t0
+    return model, load_s
 
 
 @ray.remote
@@ -122,110 +124,96 @@ def load_avg() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def start_ray(temp: str) -> None:
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             _temp_dir=temp, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+
+def only(what: str, texts: list[str], batch_size: int) -> int:
+    """One side alone, whole process: for timing from outside."""
+    started = time.perf_counter()
+    if what == "raw":
+        model, load_s = load_raw(texts)
+        embed_s = run_raw(model, texts, batch_size)
+        print(json.dumps({"raw_load_s": round(load_s, 2), "raw_embed_s": round(embed_s, 2),
+                          "texts_per_s": round(len(texts) / embed_s, 1)}))
+    else:
+        temp = tempfile.mkdtemp(prefix="rbemb_", dir="/tmp")
+        try:
+            start_ray(temp)
+            job = run_job(texts, Settings(embedder="minilm"), batch_size)
+        finally:
+            ray.shutdown()
+            shutil.rmtree(temp, ignore_errors=True)
+        print(json.dumps({k: round(v, 2) for k, v in job.items()}
+                         | {"texts_per_s": round(len(texts) / job["steady_s"], 1)}))
+    print(f"whole process {time.perf_counter() - started:.1f}s", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="300 texts, 1 rep, no knobs")
-    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--overhead-texts", type=int, default=64)
-    parser.add_argument("--knobs", action="store_true", help="also try batch/CPU/actor knobs")
-    parser.add_argument("--knob-texts", type=int, default=1000)
-    parser.add_argument("--knob-reps", type=int, default=2)
-    parser.add_argument("--variants", type=str, default="0,1,2,3,4",
-                        help="which knob variants to run (indices)")
-    parser.add_argument("--skip-main", action="store_true", help="knobs only")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
+    parser.add_argument("--only", choices=("job", "raw"), default=None)
+    parser.add_argument("--knobs", action="store_true", help="also try other pool shapes")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args(argv)
     if args.quick:
-        args.texts, args.reps, args.knob_texts, args.knob_reps = 300, 1, 300, 1
-
+        args.texts, args.reps = 300, 1
     texts = make_texts(args.texts)
+    if args.only:
+        return only(args.only, texts, args.batch_size)
     lens = [len(t) for t in texts]
     settings = Settings(embedder="minilm")
     temp = tempfile.mkdtemp(prefix="rbemb_", dir="/tmp")
     result: dict[str, Any] = {
-        "texts": args.texts, "reps": args.reps, "chars_median": statistics.median(lens),
-        "python": platform.python_version(), "ray": ray.__version__, "cpus": os.cpu_count(),
-        "load_avg_start": load_avg()}
+        "texts": args.texts, "reps": args.reps, "batch_size": args.batch_size,
+        "chars_median": statistics.median(lens), "python": platform.python_version(),
+        "ray": ray.__version__, "cpus": os.cpu_count(), "load_avg_start": load_avg()}
     print(json.dumps(result), flush=True)
     try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp,
-                 log_to_driver=False, configure_logging=False)
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
-
-        # Fixed per-call cost of the job: plan + actor start + model load + teardown.
-        small = texts[:args.overhead_texts]
-        overhead = [run_job(small, settings) for _ in range(2)]
-        result["overhead_first_call_s"] = round(overhead[0], 2)
-        result["overhead_warm_call_s"] = round(overhead[1], 2)
-        print(f"overhead: first {overhead[0]:.1f}s, warm {result['overhead_warm_call_s']}s "
-              f"({args.overhead_texts} texts)", flush=True)
-
+        start_ray(temp)
         probe = {}
         for cpus in (1, 2):
             actor = _ThreadProbe.options(num_cpus=cpus).remote()  # type: ignore[attr-defined]
             probe[str(cpus)] = ray.get(actor.threads.remote())
             ray.kill(actor)
-        result["actor_threads"] = probe
-        t0 = time.perf_counter()
-        raw_model = MiniLMEmbedder()
-        result["raw_model_load_s"] = round(time.perf_counter() - t0, 2)
-        raw_model.encode(texts[:RAW_BATCH])  # warm-up
-        import torch
-        result["driver_torch_threads"] = torch.get_num_threads()
-        print(f"threads: driver {torch.get_num_threads()}, actors {probe}", flush=True)
-
+        result["actor_threads_by_num_cpus"] = probe
         reps = []
-        for rep in range(0 if args.skip_main else args.reps):
+        for rep in range(args.reps):
             order = ("job", "raw") if rep % 2 == 0 else ("raw", "job")
-            times: dict[str, float] = {}
+            job: dict[str, float] = {}
+            raw_load = raw_s = 0.0
             for what in order:
-                times[what] = (run_job(texts, settings) if what == "job"
-                               else run_raw(raw_model, texts))
+                if what == "job":
+                    job = run_job(texts, settings, args.batch_size)
+                else:
+                    model, raw_load = load_raw(texts)
+                    raw_s = run_raw(model, texts, args.batch_size)
+                    del model
+            n = args.texts
             row = {"rep": rep + 1, "order": "/".join(order), "load": load_avg(),
-                   "job_s": round(times["job"], 2), "raw_s": round(times["raw"], 2),
-                   "job_per_s": round(args.texts / times["job"], 1),
-                   "raw_per_s": round(args.texts / times["raw"], 1),
-                   "ratio": round(times["raw"] / times["job"], 3),
-                   "ratio_adj": round(times["raw"] / max(1e-9, times["job"]
-                                                         - result["overhead_warm_call_s"]), 3)}
+                   "job_total_s": round(job["total_s"], 2),
+                   "job_startup_s": round(job["startup_s"], 2),
+                   "job_steady_s": round(job["steady_s"], 2),
+                   "raw_load_s": round(raw_load, 2), "raw_s": round(raw_s, 2),
+                   "job_per_s": round(n / job["steady_s"], 1),
+                   "raw_per_s": round(n / raw_s, 1),
+                   "ratio_steady": round(raw_s / job["steady_s"], 3),
+                   "ratio_end_to_end": round((raw_load + raw_s) / job["total_s"], 3)}
             reps.append(row)
             print(json.dumps(row), flush=True)
         result["reps_detail"] = reps
-        if reps:
-            med = {k: statistics.median(r[k] for r in reps)
-                   for k in ("job_per_s", "raw_per_s", "ratio", "ratio_adj", "job_s", "raw_s")}
-            result["median"] = med
-            print("median:", json.dumps(med), flush=True)
-
+        keys = ("job_per_s", "raw_per_s", "ratio_steady", "ratio_end_to_end", "job_total_s",
+                "job_startup_s", "raw_load_s")
+        result["median"] = {k: statistics.median(float(r[k]) for r in reps) for k in keys}
+        print("median:", json.dumps(result["median"]), flush=True)
         if args.knobs:
-            ktexts = texts[:args.knob_texts]
-            variants = [  # (label, batch_size, actors, num_cpus per actor)
-                ("job default: bs 64, 1 actor, 1 CPU", 64, 1, 1.0),
-                ("bs 256, 1 actor, 1 CPU", 256, 1, 1.0),
-                ("bs 64, 1 actor, 2 CPUs", 64, 1, 2.0),
-                ("bs 256, 1 actor, 2 CPUs", 256, 1, 2.0),
-                ("bs 64, 2 actors, 1 CPU each", 64, 2, 1.0),
-            ]
-            knob_rows = []
-            chosen = {int(i) for i in args.variants.split(",")}
-            for index, (label, bs, actors, cpus) in enumerate(variants):
-                if index not in chosen:
-                    continue
-                vt, rt = [], []
-                for _ in range(args.knob_reps):
-                    vt.append(run_variant(ktexts, settings, bs, actors, cpus))
-                    rt.append(run_raw(raw_model, ktexts))
-                v, r = statistics.median(vt), statistics.median(rt)
-                row = {"variant": label, "texts": len(ktexts), "load": load_avg(),
-                       "job_per_s": round(len(ktexts) / v, 1),
-                       "raw_per_s": round(len(ktexts) / r, 1), "ratio": round(r / v, 3),
-                       "ratio_adj": round(r / max(1e-9, v - result["overhead_warm_call_s"]),
-                                          3)}
-                knob_rows.append(row)
-                print(json.dumps(row), flush=True)
-            result["knobs"] = knob_rows
+            result["knobs"] = knobs(texts, settings, args.batch_size)
         result["load_avg_end"] = load_avg()
     finally:
         if ray.is_initialized():
@@ -236,6 +224,25 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)
     return 0
+
+
+def knobs(texts: list[str], settings: Settings, batch_size: int) -> list[dict[str, Any]]:
+    """Other pool shapes, each paired with a raw run: (label, batch, actors, cpus, threads)."""
+    variants = [("old default: 1 actor, 1 CPU, 1 thread, batch 64", 64, 1, 1.0, 1),
+                ("1 actor, 1 CPU, 2 threads", batch_size, 1, 1.0, 2),
+                ("2 actors, 1 CPU, 1 thread each", batch_size, 2, 1.0, 1)]
+    rows = []
+    model, _ = load_raw(texts)
+    for label, bs, actors, cpus, threads in variants:
+        job = run_job(texts, settings, bs, actors, cpus, threads)
+        raw_s = run_raw(model, texts, bs)
+        row = {"variant": label, "load": load_avg(),
+               "job_per_s": round(len(texts) / job["steady_s"], 1),
+               "raw_per_s": round(len(texts) / raw_s, 1),
+               "ratio_steady": round(raw_s / job["steady_s"], 3)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
 
 
 if __name__ == "__main__":

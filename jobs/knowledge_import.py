@@ -20,7 +20,7 @@ import yaml
 
 from actors.directory import running_settings
 from actors.store_owner import vector_store_for
-from jobs.embedding import embed_texts
+from jobs.embedding import DEFAULT_BATCH, embed_texts
 from strata.layers.knowledge import ImportReport, KnowledgeBase, ValidationQuestion, read_folder
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
@@ -29,7 +29,7 @@ NAMESPACE = "strata"
 
 
 def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQuestion],
-        actors: int, batch_size: int = 64, actor_cpus: float = 1.0
+        actors: int, batch_size: int = DEFAULT_BATCH, actor_cpus: float | None = None
         ) -> tuple[ImportReport, set[str]]:
     """The whole import; returns the report and the nodes the embedding ran on."""
     docs = read_folder(path)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--validate", type=Path, default=None,
                         help="YAML list of {question, expect_doc_id}")
     parser.add_argument("--actors", type=int, default=1, help="embedding actors")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
     args = parser.parse_args(argv)
     questions = [ValidationQuestion.model_validate(q) for q in
                  (yaml.safe_load(args.validate.read_text()) if args.validate else [])]
