@@ -23,11 +23,12 @@ from ray.exceptions import RayActorError, RayTaskError
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import metrics
+from serve_app.inspector import InspectorRoutes, router
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.layers.knowledge import DocumentIn, ImportReport, KnowledgeBase, ValidationQuestion
 from strata.layers.memories import MemoryCreate, MemoryPatch
-from strata.models import MemoryKind, RecallRequest, RecallResponse, Scope
+from strata.models import MemoryKind, MemoryStatus, RecallRequest, RecallResponse, Scope
 from strata.recall.recipes import RECIPES
 from strata.runtime import check_ready
 from strata.settings import Settings
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 api = FastAPI(title="Strata", version="0.1.0",
               description="Layered memory for LLM agents (see README and docs/).")
+api.include_router(router)  # the inspector: /ui/ and the endpoints it reads
 
 
 @api.exception_handler(StrataError)
@@ -113,7 +115,7 @@ async def _resolve(ref: Any) -> Any:
         raise BackendUnavailable(f"a session shard is restarting; retry ({exc})") from None
 
 
-class IngressService:
+class IngressService(InspectorRoutes):
     """Routes HTTP to Strata's services."""
 
     def __init__(self, settings: dict[str, Any], embedder: Any, recall: Any,
@@ -286,6 +288,9 @@ class IngressService:
                             limit: int = 100) -> dict[str, Any]:
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
+        if status is not None and status not in {s.value for s in MemoryStatus}:
+            raise InvalidInput(f"unknown status {status!r}; one of "
+                               f"{sorted(s.value for s in MemoryStatus)}")
         scope = self._memory_scope(request, user_id)
         items = await _resolve(self._shards.for_scope(scope).list_memories.remote(
             scope, kind, status, q, limit))
