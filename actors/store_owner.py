@@ -14,11 +14,12 @@ from typing import Any
 
 import ray
 
+from strata.layers.decay import DecayPolicy, SweepPlan, plan_sweep
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.runtime import open_milvus
 from strata.settings import Settings
 from strata.stores.milvus import MilvusVectorStore
-from strata.stores.ports import VectorStore
+from strata.stores.ports import DecayFields, VectorStore
 
 __all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "start_store_owner",
            "vector_store_for"]
@@ -26,7 +27,8 @@ __all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "start_store_owner",
 logger = logging.getLogger(__name__)
 OWNER_NAME = "strata-store-owner"
 _CALLABLE = {"ensure_collections", "insert", "upsert", "delete", "delete_scope", "get", "query",
-             "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping"}
+             "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping",
+             "decay_fields", "set_statuses"}
 
 
 class StoreOwnerService:
@@ -49,6 +51,11 @@ class StoreOwnerService:
         if method not in _CALLABLE:
             raise AttributeError(f"StoreOwner has no method {method!r}")
         return getattr(self._store, method)(*args)
+
+    def plan_decay(self, policy: DecayPolicy, now: float) -> SweepPlan:
+        """The decay sweep's one pass over each collection, where the data is: only the
+        planned changes travel back, not the million rows scanned."""
+        return plan_sweep(self._store, policy, now)
 
     def stats(self) -> dict[str, float]:
         return dict(self._store.flush_stats)
@@ -108,6 +115,14 @@ class RemoteVectorStore:
     def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
                       text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
         return list(self._call("search_hybrid", collection, scope, list(vector), text, k, flt))
+
+    def decay_fields(self, collection: Collection,
+                     keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
+        return list(self._call("decay_fields", collection, list(keys)))
+
+    def set_statuses(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, str]]) -> int:
+        return int(self._call("set_statuses", collection, list(changes)))
 
     def flush(self, collection: Collection | None = None) -> None:
         self._call("flush", collection)

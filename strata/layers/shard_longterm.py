@@ -20,10 +20,17 @@ from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
-from strata.layers.decay import DecayPolicy, SweepCounts, sweep_scope
+from strata.layers.decay import (
+    DecayPolicy,
+    StatusChange,
+    SweepCounts,
+    apply_changes,
+    sweep_scope,
+)
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
 from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
+from strata.stores.ports import StatusWriter
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
 if TYPE_CHECKING:
@@ -108,6 +115,33 @@ class LongTermShardOps:
         """The decay sweep of one user, in the user's shard (the single writer)."""
         with self._lock:
             return sweep_scope(self.longterm.vectors, scope, policy, utcnow(), dry_run)
+
+    def apply_decay(self, changes: list[StatusChange], policy: DecayPolicy,
+                    now: float) -> SweepCounts:
+        """Planned status changes of this shard's users (``jobs.decay_sweep``), applied
+        under the shard's lock; rows changed since the plan are re-decided."""
+        vectors = self.longterm.vectors
+        if not isinstance(vectors, StatusWriter):
+            raise BackendUnavailable("this shard's vector store cannot update statuses")
+        with self._lock:
+            return apply_changes(vectors, changes, policy, now)
+
+    def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
+        """Delete closed sessions' archived working memory (past retention: the caller
+        picks them from the archive index). A live session that reuses an expired
+        session's id is left alone; only its stale index entry goes."""
+        counts = SweepCounts()
+        with self._lock:
+            for key in session_keys:
+                snap = self._redis.snapshot_get(key)
+                if snap is not None and snap[0].get("closed"):
+                    self._sessions.pop(key, None)
+                    self._redis.delete_session(key)
+                    counts.sessions_purged += 1
+                else:  # expired by its TTL (or the id now names a new, live session)
+                    counts.sessions_expired += 1
+                self._redis.unarchive_session(key)
+        return counts
 
     def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
         with self._lock:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from strata.errors import Conflict, InvalidInput
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import bm25_scores
-from strata.stores.ports import fuse_rrf
+from strata.stores.ports import DecayFields, fuse_rrf
 
 __all__ = ["InMemoryVectorStore", "matches"]
 
@@ -148,6 +148,36 @@ class InMemoryVectorStore:
         dense = self.search_dense(collection, scope, vector, k, flt)
         lexical = self.search_lexical(collection, scope, text, k, flt)
         return fuse_rrf(dense, lexical, k)
+
+    # -- the decay sweep's ports (DecayScan, StatusWriter) ------------------------------------
+    @staticmethod
+    def _fields(scope_key: str, r: StoredRecord) -> DecayFields:
+        return DecayFields.of(scope_key, r.id, r.status, r.updated_at, r.confidence, r.payload)
+
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+                          batch_size: int = 10_000) -> Iterator[list[DecayFields]]:
+        with self._lock:
+            rows = [self._fields(key, r) for key, scoped in self._data[collection].items()
+                    for r in scoped.values() if r.status in statuses]
+        for i in range(0, len(rows), batch_size):
+            yield rows[i:i + batch_size]
+
+    def decay_fields(self, collection: Collection,
+                     keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
+        data = self._data[collection]
+        return [self._fields(key, data[key][i]) for key, i in keys
+                if i in data.get(key, {})]
+
+    def set_statuses(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, str]]) -> int:
+        written = 0
+        with self._lock:
+            data = self._data[collection]
+            for key, i, status in changes:
+                if i in data.get(key, {}):
+                    data[key][i].status = status
+                    written += 1
+        return written
 
     def flush(self, collection: Collection | None = None) -> None:
         return None

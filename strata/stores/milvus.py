@@ -29,13 +29,14 @@ from pymilvus.exceptions import MilvusException
 
 from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
-from strata.stores.ports import fuse_rrf
+from strata.stores.ports import DecayFields, fuse_rrf
 
 __all__ = ["FlushPolicy", "MilvusVectorStore"]
 
 logger = logging.getLogger(__name__)
 
 MAX_TEXT = 65535
+_DECAY_OUTPUT = ["pk", "status", "updated_at", "confidence", "payload"]
 _OUTPUT = ["pk", "text", "status", "created_at", "updated_at", "confidence", "embed_model",
            "payload"]
 ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
@@ -357,6 +358,48 @@ class MilvusVectorStore:
         dense = self.search_dense(collection, scope, vector, k, flt)
         lexical = self.search_lexical(collection, scope, text, k, flt)
         return fuse_rrf(dense, lexical, k)
+
+    # -- the decay sweep's ports (DecayScan, StatusWriter) ------------------------------------
+    @staticmethod
+    def _decay_fields(row: dict[str, Any]) -> DecayFields:
+        scope, _, rid = str(row["pk"]).partition("|")
+        return DecayFields.of(scope, rid, row["status"], row["updated_at"], row["confidence"],
+                              row.get("payload"))
+
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+                          batch_size: int = 10_000) -> Iterator[list[DecayFields]]:
+        """One paged pass over the collection (by primary key), decay columns only."""
+        expr = f"status in {json.dumps(list(statuses), ensure_ascii=False)}"
+        with _milvus_errors("scan"):
+            pages = self._client.query_iterator(self.name(collection), batch_size=batch_size,
+                                                filter=expr, output_fields=_DECAY_OUTPUT)
+            try:
+                while page := pages.next():
+                    yield [self._decay_fields(row) for row in page]
+            finally:
+                pages.close()
+
+    def decay_fields(self, collection: Collection,
+                     keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
+        if not keys:
+            return []
+        pks = [f"{scope}|{rid}" for scope, rid in keys]
+        with _milvus_errors("decay fields"):
+            rows = self._client.query(self.name(collection), ids=pks,
+                                      output_fields=_DECAY_OUTPUT)
+        return [self._decay_fields(row) for row in rows]
+
+    def set_statuses(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, str]]) -> int:
+        """A partial upsert of ``status`` alone: text, vectors and payload stay as stored."""
+        rows = [{"pk": f"{scope}|{rid}", "scope": scope, "status": status}
+                for scope, rid, status in changes]
+        if not rows:
+            return 0
+        with _milvus_errors("set statuses"):
+            self._client.upsert(self.name(collection), rows, partial_update=True)
+        self._after_write(collection, len(rows))
+        return len(rows)
 
     # -- maintenance -----------------------------------------------------------------
     def flush(self, collection: Collection | None = None) -> None:

@@ -6,15 +6,16 @@ method that reads across scopes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
-__all__ = ["Embedder", "VectorStore", "fuse_rrf"]
+__all__ = ["DecayFields", "DecayScan", "Embedder", "StatusWriter", "VectorStore", "fuse_rrf"]
 
 RRF_K = 60
 
@@ -96,6 +97,49 @@ class VectorStore(Protocol):
     def ping(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class DecayFields(NamedTuple):
+    """The few columns the decay rule reads (no text, no vectors). A tuple, not a model:
+    a sweep handles a million of these."""
+
+    scope: str  # the scope key, "tenant:user"
+    id: str
+    status: str
+    updated_at: float
+    last_access_at: float | None
+    confidence: float
+
+    @classmethod
+    def of(cls, scope: str, id: str, status: str, updated_at: float, confidence: float,
+           payload: dict[str, Any] | None) -> DecayFields:
+        """From a row's columns; ``last_access_at`` is an ISO time inside the payload."""
+        raw = (payload or {}).get("last_access_at")
+        last = datetime.fromisoformat(raw).timestamp() if isinstance(raw, str) else None
+        return cls(scope, id, status, float(updated_at), last, float(confidence))
+
+
+@runtime_checkable
+class DecayScan(Protocol):
+    """One pass over a whole collection, for the decay sweep only (it alone reads across
+    scopes, and only the decay columns)."""
+
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+                          batch_size: int = 10_000) -> Iterator[list[DecayFields]]: ...
+
+
+@runtime_checkable
+class StatusWriter(Protocol):
+    """Re-read and rewrite the status of rows named by (scope key, id), in place: the
+    other columns, vectors included, are neither read nor sent back."""
+
+    def decay_fields(self, collection: Collection,
+                     keys: Sequence[tuple[str, str]]) -> list[DecayFields]: ...
+
+    def set_statuses(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, str]]) -> int:
+        """``(scope key, id, status)`` each; returns how many rows were written."""
+        ...
 
 
 def fuse_rrf(

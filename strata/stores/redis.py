@@ -7,12 +7,15 @@ Keys (all under a configurable prefix)::
     q:ltm:high|low    stream   long-term write queues, read through a consumer group
     idem:{id}         string   idempotency key, SET NX with a TTL
     audit:{scope}     stream   content-free audit events (ids, counts, actions)
+    archived          zset     closed sessions' keys by the time they were archived (the
+                               decay sweep purges those past retention; the TTL is a backstop)
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -123,10 +126,12 @@ class RedisStore:
     def delete_user_sessions(self, scope_key: str) -> int:
         """Delete every WAL and snapshot of a user's sessions (live or archived)."""
         keys = self.keys(f"wal:{scope_key}:*") + self.keys(f"wm:{scope_key}:*")
-        if not keys:
-            return 0
         with _redis_errors("delete sessions"):
-            return int(self._r.delete(*keys))
+            archived = [m for m, _ in self._r.zscan_iter(self._k("archived"),
+                                                         match=f"{scope_key}:*")]
+            if archived:
+                self._r.zrem(self._k("archived"), *archived)
+            return int(self._r.delete(*keys)) if keys else 0
 
     # -- snapshots -----------------------------------------------------------------------
     def snapshot_put(self, session_key: str, data: Mapping[str, Any], wal_id: str) -> None:
@@ -163,13 +168,27 @@ class RedisStore:
         with _redis_errors("untrack session"):
             self._r.zrem(self._k(f"active:{shard}"), session_key)
 
-    def archive_session(self, session_key: str, retention_s: int) -> None:
-        """Keep a closed session's WAL and snapshot for ``retention_s``, then Redis drops them."""
+    def archive_session(self, session_key: str, retention_s: int,
+                        at: float | None = None) -> None:
+        """Keep a closed session's WAL and snapshot for ``retention_s``, then Redis drops them;
+        the ``archived`` index lets the decay sweep purge them explicitly."""
         with _redis_errors("archive session"):
             pipe = self._r.pipeline(transaction=True)
             pipe.expire(self._k(f"wal:{session_key}"), retention_s)
             pipe.expire(self._k(f"wm:{session_key}"), retention_s)
+            pipe.zadd(self._k("archived"), {session_key: time.time() if at is None else at})
             pipe.execute()
+
+    def archived_before(self, before: float, limit: int = 10_000) -> list[str]:
+        """Archived sessions' keys archived before ``before`` (epoch seconds), oldest first."""
+        with _redis_errors("archived sessions"):
+            rows = self._r.zrangebyscore(self._k("archived"), "-inf", before, start=0,
+                                         num=limit)
+        return [r.decode() for r in rows]
+
+    def unarchive_session(self, session_key: str) -> None:
+        with _redis_errors("unarchive session"):
+            self._r.zrem(self._k("archived"), session_key)
 
     # -- queues --------------------------------------------------------------------------
     def ensure_group(self, queue: str, group: str) -> None:
