@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run install redis test test-unit test-ray lint bench clean
+.PHONY: run install redis test test-unit test-ui lint bench clean
 
 run: install redis  ## set everything up, then serve on STRATA_HTTP_PORT (default 8000)
 	$(BIN)/strata serve
@@ -27,10 +27,13 @@ redis:  ## a redis-server binary for the embedded Redis (apt when root and missi
 	    else echo "redis-server is missing: install it, or set STRATA_REDIS_URL"; exit 1; fi; }
 
 test: install redis  ## every test folder; each starts the services it needs
-	$(BIN)/python -m pytest -q tests/unit tests/integration tests/ray
+	$(BIN)/python -m pytest -q tests/unit tests/integration tests/ray tests/ui
 
 test-unit: install redis
 	$(BIN)/python -m pytest -q tests/unit
+
+test-ui: install redis  ## the inspector's browser tests (Debian's chromium at /usr/bin/chromium)
+	$(BIN)/python -m pytest -q tests/ui
 
 lint: install
 	$(BIN)/ruff check strata actors serve_app jobs bench tests

@@ -258,6 +258,54 @@ def test_knowledge_import_versions_and_validation_over_http(app: App) -> None:
                      timeout=30).status_code == 404
 
 
+def test_inspector_endpoints_are_tenant_scoped(app: App) -> None:
+    def get(path: str, **params: object) -> httpx.Response:
+        return httpx.get(f"{app.base}{path}", params=params, headers=AUTH,  # type: ignore[arg-type]
+                         timeout=30)
+
+    assert get("/v1/whoami").json() == {"tenant": "default", "role": "admin"}
+    app.post("/v1/users/ivy/memories", {"kind": "fact", "key": "city", "value": "Oslo"})
+    app.redis.register_user("globex:zed")  # another tenant's user in the shared registry
+    users = get("/v1/users").json()
+    assert "ivy" in users["users"] and "zed" not in users["users"]
+    assert get("/v1/users", q="IV").json()["users"] == ["ivy"]
+    for params in ({"limit": 0}, {"limit": 10_001}, {"q": "x" * 129}):
+        bad = get("/v1/users", **params)
+        assert bad.status_code == 422 and set(bad.json()) == {"error", "detail"}
+    assert get("/v1/users/ivy/memories", status="bogus").status_code == 422
+    assert get("/v1/users/ivy/memories", status="active").json()["memories"][0]["value"] == "Oslo"
+    for path in ("/v1/whoami", "/v1/users", "/v1/knowledge/documents", "/v1/queues"):
+        assert httpx.get(f"{app.base}{path}", timeout=30).status_code == 401, path
+
+    for text in ("Opening hours are nine to five on weekdays. " * 8,
+                 "Opening hours are ten to six on weekdays. " * 8):
+        app.post("/v1/knowledge/documents", {"documents": [
+            {"doc_id": "insp/hours", "title": "Hours", "text": text}]})
+    docs = {d["doc_id"]: d for d in get("/v1/knowledge/documents").json()["documents"]}
+    assert docs["insp/hours"]["versions"] == [1, 2] and docs["insp/hours"]["title"] == "Hours"
+    assert docs["insp/hours"]["chunks"] == {"active": 1, "deprecated": 1}
+
+    queues = get("/v1/queues").json()
+    assert queues["tenant"] == "default"
+    assert [q["queue"] for q in queues["queues"]] == ["q:ltm:high", "q:ltm:low"]
+    assert {"backlog", "lag_s", "by_user", "by_type", "system"} <= set(queues["queues"][0])
+
+
+def test_inspector_page_is_served_offline_and_nothing_else(app: App) -> None:
+    root = httpx.get(f"{app.base}/ui", timeout=30)
+    assert root.status_code == 307 and root.headers["location"] == "/ui/"
+    page = httpx.get(f"{app.base}/ui/", timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "http" not in page.text.replace("http-equiv", "")  # no CDN, no absolute URL
+    for asset, kind in (("app.js", "text/javascript"), ("app.css", "text/css")):
+        resp = httpx.get(f"{app.base}/ui/{asset}", timeout=30)
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith(kind)
+        assert "https://" not in resp.text and "http://" not in resp.text
+    for name in ("inspector.py", "..%2Finspector.py", "nope.html"):
+        assert httpx.get(f"{app.base}/ui/{name}", timeout=30).status_code == 404, name
+
+
 def test_build_app_validates_args() -> None:
     with pytest.raises(ValueError):
         build_app({"embedder_replicas": 0})
