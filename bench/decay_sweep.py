@@ -5,17 +5,13 @@ For each size ``MEMORIES:USERS`` this loads a fresh milvus-lite file in a temp d
 texts, half facts and half episodes, ``updated_at`` uniform over the last 200 days,
 confidence uniform in [0.5, 0.95], 20% recalled in the last 10 days), flushes, then times:
 
-* ``dry``:    ``sweep_scope(..., dry_run=True)`` over all users: the scan cost alone;
-* ``sweep1``: the real sweep (marks cold / archived and upserts the changes; the store keeps
-              its default ``FlushPolicy``, so it flushes every 2,000 written rows, as in the
-              StoreOwner);
-* ``sweep2``: the same sweep right after: idempotent, so nothing (or next to nothing, since
-              ``now`` moved a few seconds) changes.
-
-That is the in-process baseline (one process, users one after another). With ``--job`` the
-loaded file is copied first, and the copy is swept again through the real job path: a local
-Ray (``num_cpus=2``), an embedded Redis holding the user registry, the ``StoreOwner`` actor
-owning the copy, the default 2 session shards, and ``jobs.decay_sweep.sweep_all``.
+* ``plan``:   ``strata.layers.decay.plan_sweep`` in this process (``--reps`` times, median):
+              the one pass over each collection, decay columns only; the scan cost alone;
+* the job, ``jobs.decay_sweep.sweep_all`` on a local Ray (``num_cpus=2``) with an embedded
+  Redis (users registered, ``--sessions`` closed sessions archived past retention), the
+  ``StoreOwner`` owning the file and the default 2 session shards:
+  ``dry`` (``dry_run=True``), ``sweep1`` (the real sweep: marks cold / archived, purges),
+  ``sweep2`` (the same sweep right after: idempotent, nothing to change).
 
 Loading uses the store's client (``insert`` of 10,000-row batches, built exactly like
 ``MilvusVectorStore._row``) with no flush until the end; loading time is reported too.
@@ -23,8 +19,7 @@ Loading uses the store's client (``insert`` of 10,000-row batches, built exactly
 exceeds the budget.
 
     .venv/bin/python bench/decay_sweep.py --quick
-    .venv/bin/python bench/decay_sweep.py --sizes 10000:100 --reps 3 --job
-    .venv/bin/python bench/decay_sweep.py --sizes 100000:1000 --reps 1  # 1M: hours (see docs)
+    .venv/bin/python bench/decay_sweep.py --sizes 10000:100,100000:1000,1000000:10000
 """
 
 from __future__ import annotations
@@ -34,7 +29,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -45,9 +39,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from strata.layers.decay import DecayPolicy, SweepCounts, sweep_scope
+from strata.layers.decay import DecayPolicy, plan_sweep
 from strata.layers.records import to_record
-from strata.models import Collection, MemoryItem, MemoryKind, Scope, utcnow
+from strata.models import Collection, MemoryItem, MemoryKind, Scope
 from strata.stores.embedders import HashEmbedder
 from strata.stores.milvus import MilvusVectorStore
 
@@ -134,29 +128,15 @@ def scopes(users: int) -> list[Scope]:
     return [Scope(tenant=TENANT, user=f"u{u:05d}") for u in range(users)]
 
 
-def sweep_inprocess(store: MilvusVectorStore, users: int, dry_run: bool) -> dict[str, Any]:
-    policy = DecayPolicy()
-    total = SweepCounts()
-    per_user = []
+def plan_inprocess(store: MilvusVectorStore) -> dict[str, Any]:
     started = time.perf_counter()
-    for scope in scopes(users):
-        t0 = time.perf_counter()
-        total = total.add(sweep_scope(store, scope, policy, utcnow(), dry_run))
-        per_user.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    if not dry_run:
-        store.flush()  # what the owner's tick would do; counted separately
-    flush_s = time.perf_counter() - t0
+    plan = plan_sweep(store, DecayPolicy(), time.time())
     elapsed = time.perf_counter() - started
-    per_user.sort()
-    return {"s": round(elapsed, 2), "final_flush_s": round(flush_s, 2),
-            "memories_per_s": round(total.scanned / elapsed, 0) if total.scanned else 0,
-            "user_p50_ms": round(per_user[len(per_user) // 2] * 1000, 1),
-            "user_p95_ms": round(per_user[int(len(per_user) * 0.95)] * 1000, 1),
-            **total.model_dump()}
+    return {"s": round(elapsed, 2), "memories_per_s": round(plan.counts.scanned / elapsed, 0),
+            "changes": len(plan.changes), **plan.counts.model_dump()}
 
 
-def sweep_job(db_path: str, users: int, work: str) -> dict[str, Any]:
+def sweep_job(db_path: str, users: int, sessions: int, work: str) -> dict[str, Any]:
     """The real job path: StoreOwner + 2 shards on local Ray, ``sweep_all``."""
     import ray
 
@@ -178,6 +158,11 @@ def sweep_job(db_path: str, users: int, work: str) -> dict[str, Any]:
         store = RedisStore(settings.redis_url, settings.redis_prefix)
         for scope in scopes(users):
             store.register_user(scope.key)
+        old = time.time() - (settings.archive_retention_days + 1) * DAY
+        for i in range(sessions):  # closed sessions archived past retention
+            key = f"{scopes(users)[i % users].key}:s{i}"
+            store.snapshot_put(key, {"closed": True}, "0")
+            store.archive_session(key, 3600, at=old)
         ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=ray_tmp,
                  namespace=ns, log_to_driver=False, configure_logging=False)
         t0 = time.perf_counter()
@@ -186,16 +171,15 @@ def sweep_job(db_path: str, users: int, work: str) -> dict[str, Any]:
         shards = ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, ns)
         ray.get([h.pid.remote() for h in shards.handles])
         out["startup_s"] = round(time.perf_counter() - t0, 1)
-        for label in ("sweep1", "sweep2"):
+        for label, dry in (("dry", True), ("sweep1", False), ("sweep2", False)):
             t0 = time.perf_counter()
-            swept = sweep_all(settings, dry_run=False, namespace=ns, progress_every=10**9)
+            counts, per_shard = sweep_all(settings, dry_run=dry, namespace=ns, progress=False)
             elapsed = time.perf_counter() - t0
-            # sweep_all returns the totals, or (totals, users per shard) in newer trees
-            counts, per_shard = swept if isinstance(swept, tuple) else (swept, None)
             out[label] = {"s": round(elapsed, 2), "users_per_shard": per_shard,
                           "memories_per_s": round(counts.scanned / elapsed, 0),
                           **counts.model_dump()}
             print(f"  job {label}: {json.dumps(out[label])}", flush=True)
+        out["load_avg_end"] = os.getloadavg()[0]
         shards.shutdown()
         ray.get(owner.shutdown.remote())
         ray.kill(owner, no_restart=True)
@@ -207,7 +191,7 @@ def sweep_job(db_path: str, users: int, work: str) -> dict[str, Any]:
     return out
 
 
-def run_size(memories: int, users: int, job: bool, reps: int) -> dict[str, Any]:
+def run_size(memories: int, users: int, reps: int, sessions: int) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix="decay_", dir="/tmp")
     db = os.path.join(work, "milvus.db")
     res: dict[str, Any] = {"memories": memories, "users": users, "load_avg": os.getloadavg()[0]}
@@ -216,31 +200,16 @@ def run_size(memories: int, users: int, job: bool, reps: int) -> dict[str, Any]:
         store.ensure_collections(DIM)
         res["load"] = load(store, memories, users)
         print(f"[{memories}/{users}] loaded: {json.dumps(res['load'])}", flush=True)
-        if job:
-            store.close()
-            copy = os.path.join(work, "job")
-            os.makedirs(copy)
-            t0 = time.perf_counter()
-            for name in os.listdir(work):
-                src = os.path.join(work, name)
-                if name.startswith("milvus.db"):
-                    (shutil.copytree if os.path.isdir(src) else shutil.copy2)(
-                        src, os.path.join(copy, name))
-            res["copy_s"] = round(time.perf_counter() - t0, 1)
-            store = MilvusVectorStore(db)
-            store.ensure_collections(DIM)
-        dry = [sweep_inprocess(store, users, dry_run=True) for _ in range(reps)]
-        res["dry"] = sorted(dry, key=lambda d: d["s"])[len(dry) // 2]  # the median run
-        res["dry_median_s"] = statistics.median(d["s"] for d in dry)
-        res["dry_all_s"] = [d["s"] for d in dry]
-        print(f"[{memories}/{users}] dry: {json.dumps(res['dry'])}", flush=True)
-        res["sweep1"] = sweep_inprocess(store, users, dry_run=False)
-        print(f"[{memories}/{users}] sweep1: {json.dumps(res['sweep1'])}", flush=True)
-        res["sweep2"] = sweep_inprocess(store, users, dry_run=False)
-        print(f"[{memories}/{users}] sweep2: {json.dumps(res['sweep2'])}", flush=True)
+        plans = [plan_inprocess(store) for _ in range(reps)]
+        res["plan"] = sorted(plans, key=lambda d: d["s"])[len(plans) // 2]  # the median run
+        res["plan_all_s"] = [d["s"] for d in plans]
+        print(f"[{memories}/{users}] plan: {json.dumps(res['plan'])} all {res['plan_all_s']}",
+              flush=True)
         store.close()
-        if job:
-            res["job"] = sweep_job(os.path.join(work, "job", "milvus.db"), users, work)
+        # milvus-lite keeps the file's server (and lock) in this process until released
+        from milvus_lite.server_manager import server_manager_instance
+        server_manager_instance.release_server(db)
+        res["job"] = sweep_job(db, users, sessions, work)
         res["load_avg_end"] = os.getloadavg()[0]
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -252,10 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 and 10,000 memories")
     parser.add_argument("--sizes", default="10000:100,100000:1000,1000000:10000",
                         help="comma-separated MEMORIES:USERS")
-    parser.add_argument("--job", action="store_true", help="also sweep via sweep_all on Ray")
-    parser.add_argument("--job-max", type=int, default=100_000,
-                        help="run the job path only up to this many memories")
-    parser.add_argument("--reps", type=int, default=3, help="dry-run repetitions (median)")
+    parser.add_argument("--reps", type=int, default=3, help="plan repetitions (median)")
+    parser.add_argument("--sessions", type=int, default=1000,
+                        help="closed sessions archived past retention, for the purge")
     parser.add_argument("--load-budget-s", type=float, default=900.0)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -271,13 +239,14 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
             results.append({"memories": memories, "users": users, "skipped": msg})
             continue
-        res = run_size(memories, users, args.job and memories <= args.job_max, args.reps)
+        res = run_size(memories, users, args.reps, args.sessions)
         rate = res["load"]["load_rows_per_s"]
         results.append(res)
     print(json.dumps(results, indent=2))
-    summary = [(r["memories"], r.get("dry", {}).get("s"), r.get("sweep1", {}).get("s"),
-                r.get("sweep2", {}).get("s")) for r in results]
-    print("memories, dry_s, sweep1_s, sweep2_s:", summary)
+    summary = [(r["memories"], r.get("plan", {}).get("s"),
+                *(r.get("job", {}).get(k, {}).get("s") for k in ("dry", "sweep1", "sweep2")))
+               for r in results]
+    print("memories, plan_s, job dry_s, sweep1_s, sweep2_s:", summary)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
