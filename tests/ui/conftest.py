@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import ray
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 from ui_harness import Strata, Watched
 
 from serve_app import main
@@ -23,6 +23,8 @@ from strata.stores.redis_server import EmbeddedRedis, free_port
 CHROMIUM = Path(os.environ.get("STRATA_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(os.environ.get(
     "STRATA_UI_SCREENSHOTS", Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"))
+# the machine may be busy (a shared 2-core box): wait for the page longer than the default 5 s
+expect.set_options(timeout=30_000)
 KEYS = {
     "acme-admin-key": {"tenant": "acme", "role": "admin"},
     "acme-agent-key": {"tenant": "acme", "role": "agent"},
