@@ -173,7 +173,7 @@ async function loadMemories() {
       mine.map(memoryRow)));
   }
   box.replaceChildren(...sections);
-  say(`${memories.length} memories of ${state.user}`);
+  say(`${memories.length} ${memories.length === 1 ? "memory" : "memories"} of ${state.user}`);
 }
 
 function memoryRow(m) {
