@@ -103,6 +103,7 @@ def load(store: MilvusVectorStore, memories: int, users: int, seed: int = 11) ->
                 payload["access_count"] = 1
             batches[coll].append({
                 "pk": f"{scope_key}|m{j:05d}", "scope": scope_key, "text": pool[texts[n]],
+                "lexical": pool[texts[n]],
                 "dense": pool_vecs[texts[n]], "status": "active",
                 "created_at": updated - 3600.0, "updated_at": updated,
                 "confidence": float(confs[n]), "embed_model": "hash-ngram-16",

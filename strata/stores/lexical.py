@@ -1,7 +1,11 @@
-"""Lexical tokenization and BM25 scoring shared by the in-memory store.
+"""Lexical normalisation and BM25 scoring.
 
-Milvus's built-in BM25 (jieba tokenizer + lowercase filter) does the same job inside
-milvus-lite and Milvus; this module mirrors it so the in-memory double ranks alike.
+``normalize`` is the one place where text becomes index terms: jieba words (Chinese) and
+lower-cased words (English), English words stemmed (Snowball: "researching" and "research"
+meet), stop words dropped (function words carry no evidence and, unsaturated, they inflate
+every score). Milvus indexes the normalised text with a whitespace tokenizer and its BM25
+function; the in-memory store scores the same terms with ``bm25_scores``. The analyzers
+of milvus-lite 3.x ignore stemmer and stop filters, which is why this happens client-side.
 """
 
 from __future__ import annotations
@@ -9,12 +13,14 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
 import jieba
+import snowballstemmer
 
-__all__ = ["BM25_B", "BM25_K1", "bm25_scores", "tokenize"]
+__all__ = ["BM25_B", "BM25_K1", "bm25_scores", "normalize", "tokenize"]
 
 logger = logging.getLogger(__name__)
 jieba.setLogLevel(logging.WARNING)
@@ -24,9 +30,40 @@ BM25_B = 0.75
 _WORD = re.compile(r"\w", re.UNICODE)
 
 
+_LOCAL = threading.local()  # a Snowball stemmer keeps state while it stems: one per thread
+_LATIN = re.compile(r"^[a-z][a-z']*$")
+STOP_WORDS = frozenset("""
+a an the and or but if then so of to in on at by for with from into about as than
+is are was were be been being am do does did done doing have has had having
+i me my mine we us our you your he him his she her it its they them their this that these
+those there here what which who whom whose when where why how would could should can will
+shall may might must just also very too not no yes oh ok okay
+的 了 吗 呢 吧 啊 呀 么 是 在 和 与 就 都 也 还 又
+""".split())
+
+
+def _stem(word: str) -> str:
+    stemmer = getattr(_LOCAL, "stemmer", None)
+    if stemmer is None:
+        stemmer = _LOCAL.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased words (English) and jieba words (Chinese), punctuation dropped."""
-    return [tok.lower() for tok in jieba.lcut(text) if _WORD.search(tok)]
+    """Index terms: jieba/lower-cased words, English stemmed, stop words and punctuation
+    dropped."""
+    out = []
+    for tok in jieba.lcut(text):
+        word = tok.strip().lower()
+        if not word or not _WORD.search(word) or word in STOP_WORDS:
+            continue
+        out.append(_stem(word) if _LATIN.match(word) else word)
+    return out
+
+
+def normalize(text: str) -> str:
+    """The text Milvus indexes for BM25: the terms of ``tokenize``, space-separated."""
+    return " ".join(tokenize(text))
 
 
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:

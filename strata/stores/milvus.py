@@ -4,10 +4,15 @@ Schema, one collection per layer::
 
     pk          VARCHAR primary key = "<scope key>|<record id>" (ids never clash across scopes)
     scope       VARCHAR partition key = "tenant:user"
-    text        VARCHAR, analysed by jieba + lowercase (English and Chinese)
+    text        VARCHAR, the record's text as written
+    lexical     VARCHAR, ``strata.stores.lexical.normalize(text)`` (stemmed, no stop words),
+                analysed by jieba + lowercase
     dense       FLOAT_VECTOR (COSINE)
-    sparse      SPARSE_FLOAT_VECTOR, filled by Milvus's BM25 function from ``text``
+    sparse      SPARSE_FLOAT_VECTOR, filled by Milvus's BM25 function from ``lexical``
     status, created_at, updated_at, confidence, embed_model, payload (JSON)
+
+Collections made before the ``lexical`` field existed keep working: their BM25 reads
+``text`` (unstemmed) until they are rebuilt, and a warning says so at start-up.
 
 Every method builds its filter expression starting with the scope, so no call can
 reach another scope's rows. Milvus searches unflushed ("growing") rows slowly, so
@@ -29,6 +34,7 @@ from pymilvus.exceptions import MilvusException
 
 from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.stores.lexical import normalize
 from strata.stores.ports import DecayFields, fuse_rrf
 
 __all__ = ["FlushPolicy", "MilvusVectorStore"]
@@ -112,6 +118,7 @@ class MilvusVectorStore:
         self._policy = flush_policy or FlushPolicy()
         self._lock = threading.Lock()
         self._dim: int | None = None
+        self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
         with _milvus_errors("connect"):
             self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
@@ -135,7 +142,8 @@ class MilvusVectorStore:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("pk", DataType.VARCHAR, max_length=1024, is_primary=True)
         schema.add_field("scope", DataType.VARCHAR, max_length=512, is_partition_key=True)
-        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True,
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT)
+        schema.add_field("lexical", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True,
                          analyzer_params=ANALYZER)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
@@ -146,7 +154,8 @@ class MilvusVectorStore:
         schema.add_field("embed_model", DataType.VARCHAR, max_length=256)
         schema.add_field("payload", DataType.JSON)
         schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
-                                     input_field_names=["text"], output_field_names=["sparse"]))
+                                     input_field_names=["lexical"],
+                                     output_field_names=["sparse"]))
         index = self._client.prepare_index_params()
         index.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
@@ -165,6 +174,11 @@ class MilvusVectorStore:
                             f"makes {dim}-d ones; re-embed (jobs.reembed) or use another "
                             "data dir"
                         )
+                    if not self._has_field(alias, "lexical"):
+                        self._legacy.add(alias)
+                        logger.warning("collection %s predates stemmed BM25 (no `lexical` "
+                                       "field): lexical search reads raw text until it is "
+                                       "rebuilt", alias)
                     # a reopened collection starts released; searches need it loaded
                     self._client.load_collection(alias)
                     continue
@@ -174,6 +188,9 @@ class MilvusVectorStore:
                     self._client.create_alias(physical, alias)
         self._dim = dim
 
+    def _has_field(self, name: str, field: str) -> bool:
+        return any(f["name"] == field for f in self._client.describe_collection(name)["fields"])
+
     def _collection_dim(self, name: str) -> int:
         desc = self._client.describe_collection(name)
         for field in desc["fields"]:
@@ -182,7 +199,8 @@ class MilvusVectorStore:
         raise VectorStoreError(f"collection {name} has no dense field")
 
     # -- writes ----------------------------------------------------------------------
-    def _row(self, scope: Scope, record: StoredRecord) -> dict[str, Any]:
+    def _row(self, scope: Scope, record: StoredRecord,
+             collection: Collection | None = None) -> dict[str, Any]:
         if record.vector is None:
             raise InvalidInput(f"record {record.id!r} has no vector")
         if self._dim is not None and len(record.vector) != self._dim:
@@ -190,7 +208,7 @@ class MilvusVectorStore:
                                f"the store holds {self._dim}-d vectors")
         if len(record.text.encode("utf-8")) > MAX_TEXT:
             raise InvalidInput(f"record {record.id!r} text is over {MAX_TEXT} bytes")
-        return {
+        row: dict[str, Any] = {
             "pk": f"{scope.key}|{record.id}",
             "scope": scope.key,
             "text": record.text,
@@ -202,9 +220,12 @@ class MilvusVectorStore:
             "embed_model": record.embed_model,
             "payload": record.payload,
         }
+        if collection is None or self.name(collection) not in self._legacy:
+            row["lexical"] = normalize(record.text)
+        return row
 
     def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
-        rows = [self._row(scope, r) for r in records]
+        rows = [self._row(scope, r, collection) for r in records]
         with self._lock:
             existing = self.get(collection, scope, [r.id for r in records])
             if existing:
@@ -215,7 +236,7 @@ class MilvusVectorStore:
             self._after_write(collection, len(rows))
 
     def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
-        rows = [self._row(scope, r) for r in records]
+        rows = [self._row(scope, r, collection) for r in records]
         if not rows:
             return
         with _milvus_errors("upsert"):
@@ -342,9 +363,10 @@ class MilvusVectorStore:
         k: int,
         flt: RecordFilter | None = None,
     ) -> list[SearchHit]:
-        if not text.strip():
+        query = text if self.name(collection) in self._legacy else normalize(text)
+        if not query.strip():
             return []
-        return self._search(collection, scope, [text], "sparse", k, flt)
+        return self._search(collection, scope, [query], "sparse", k, flt)
 
     def search_hybrid(
         self,

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from strata.errors import VectorStoreError
 from strata.models import Collection
+from strata.stores.lexical import normalize
 from strata.stores.milvus import MilvusVectorStore, _lit, _milvus_errors
 
 __all__ = ["ReembedReport", "reembed_knowledge"]
@@ -63,7 +64,7 @@ def reembed_knowledge(store: MilvusVectorStore, embed: Callable[[list[str]], lis
                 break
             vectors = embed([r["text"] for r in rows])
             store.client.insert(new, [{**{k: r[k] for k in _FIELDS}, "dense": v,
-                                       "embed_model": model_id}
+                                       "lexical": normalize(r["text"]), "embed_model": model_id}
                                       for r, v in zip(rows, vectors, strict=True)])
             scopes.update(r["scope"] for r in rows)
             copied += len(rows)

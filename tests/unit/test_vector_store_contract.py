@@ -114,6 +114,15 @@ def test_lexical_matches_chinese_and_case(store: VectorStore) -> None:
     assert [h.record.id for h in store.search_lexical(FACTS, A, "PEANUTS", 5)] == ["1"]
 
 
+def test_lexical_stems_english_and_ignores_stop_words(store: VectorStore) -> None:
+    store.insert(FACTS, A, [rec("r1", "Researching adoption agencies this week"),
+                            rec("r2", "The weather was what it was")])
+    assert [h.record.id for h in store.search_lexical(FACTS, A, "What did she research?", 5)
+            ] == ["r1"]
+    assert [h.record.id for h in store.search_lexical(FACTS, A, "agency", 5)] == ["r1"]
+    assert store.search_lexical(FACTS, A, "what was the", 5) == []
+
+
 def test_search_filter_by_status(store: VectorStore) -> None:
     seed(store)
     vec = EMB.encode(["favourite colour"])[0].tolist()
