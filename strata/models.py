@@ -205,16 +205,19 @@ class RecordFilter(BaseModel):
     ids: list[str] | None = None
     created_after: float | None = None
     created_before: float | None = None
+    # keys are payload paths: "key", or "metadata.type" for a nested field
     payload_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    payload_not_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
-    @field_validator("payload_equals")
+    @field_validator("payload_equals", "payload_not_equals")
     @classmethod
     def _keys(
         cls, value: dict[str, str | int | float | bool]
     ) -> dict[str, str | int | float | bool]:
         for key in value:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", key):
-                raise ValueError(f"payload key {key!r} is not a plain identifier")
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?$",
+                            key):
+                raise ValueError(f"payload key {key!r} is not a plain identifier or a.b path")
         return value
 
 

@@ -39,6 +39,7 @@ class Candidate(BaseModel):
     episode_type: str | None = None
     business_object: str | None = None
     sentiment: float = 0.0
+    parts: list[str] = Field(default_factory=list)  # an exchange's member turns, in order
 
 
 class Extractor(Protocol):

@@ -77,7 +77,8 @@ class WriteFilter:
             if cand.value and find_pii(cand.value):
                 report.dropped.append((cand.kind.value, "the value is sensitive data"))
                 continue
-            clean = cand.model_copy(update={"text": redact(cand.text)})
+            clean = cand.model_copy(update={"text": redact(cand.text),
+                                            "parts": [redact(p) for p in cand.parts]})
             if clean.text.count("[REDACTED:") and len(re.sub(r"\[REDACTED:\w+\]", "",
                                                              clean.text).strip()) < 8:
                 report.dropped.append((cand.kind.value, "only sensitive data"))

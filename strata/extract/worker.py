@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from strata.extract.base import Candidate, Extractor, Intent
+from strata.extract.exchanges import exchange_candidates
 from strata.extract.filters import WriteFilter
 from strata.layers.episodic import EpisodeStore
 from strata.layers.semantic import FactStore
@@ -111,7 +112,8 @@ class ExtractionWorker:
         key = f"{scope.key}:{job['session_id']}"
         turns = turns_in_range(self._redis, key, job["wal_from"], job["wal_to"])
         try:
-            summary = self._write(scope, self._extractor.extract(turns))
+            candidates = [*self._extractor.extract(turns), *exchange_candidates(turns)]
+            summary = self._write(scope, candidates)
         except Exception:  # left pending: another delivery retries it
             logger.exception("extraction job %s failed", message.id)
             return

@@ -1,16 +1,20 @@
 """Episodes: what happened to a user, with time, type, session and sentiment.
 
 Similar events of one user close in time merge into one record that counts them and keeps
-the sentiment trend ("reported lag 3 times, getting more annoyed").
+the sentiment trend ("reported lag 3 times, getting more annoyed"). Exchanges (two
+neighbouring user turns, ``strata.extract.exchanges``) are a second granularity of the same
+conversation: they never merge, and they name the ids of their turns' own episodes.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
 from strata.extract.base import Candidate
+from strata.extract.exchanges import EXCHANGE
 from strata.layers.records import from_record, memory_id, to_record
 from strata.models import Collection, MemoryItem, MemoryKind, RecordFilter, Scope, utcnow
 from strata.stores.ports import Embedder, VectorStore
@@ -43,6 +47,10 @@ class EpisodeStore:
             return EpisodeWrite(action="duplicate", item=from_record(existing[0]))
         vector = self._embedder.encode([candidate.text])[0].tolist()
         when = candidate.event_time or utcnow()
+        if candidate.episode_type == EXCHANGE:
+            return self._insert(scope, candidate, new_id, vector, when, {
+                "type": EXCHANGE, "count": 1, "merged_ids": [new_id],
+                "members": self.member_ids(scope, candidate)})
         similar = self._similar(scope, vector, candidate.episode_type or "event", when)
         if similar is not None:
             merged = self._merge(similar, candidate, new_id)
@@ -50,18 +58,28 @@ class EpisodeStore:
                 to_record(merged, self._embedder.encode([merged.text])[0].tolist(),
                           self._embedder.model_id)])
             return EpisodeWrite(action="merge", item=merged)
+        return self._insert(scope, candidate, new_id, vector, when, {
+            "type": candidate.episode_type or "event", "count": 1,
+            "object": candidate.business_object, "sentiments": [candidate.sentiment],
+            "merged_ids": [new_id]})
+
+    def _insert(self, scope: Scope, candidate: Candidate, new_id: str, vector: list[float],
+                when: datetime, metadata: dict[str, Any]) -> EpisodeWrite:
         now = utcnow()
         item = MemoryItem(id=new_id, kind=MemoryKind.EPISODE, text=candidate.text,
                           confidence=candidate.confidence, source=candidate.source,
                           scope_tags=candidate.scope_tags, provenance=candidate.provenance,
-                          created_at=now, updated_at=now, event_time=when,
-                          metadata={"type": candidate.episode_type or "event", "count": 1,
-                                    "object": candidate.business_object,
-                                    "sentiments": [candidate.sentiment],
-                                    "merged_ids": [new_id]})
+                          created_at=now, updated_at=now, event_time=when, metadata=metadata)
         self._vectors.upsert(Collection.EPISODES, scope,
                              [to_record(item, vector, self._embedder.model_id)])
         return EpisodeWrite(action="insert", item=item)
+
+    @staticmethod
+    def member_ids(scope: Scope, candidate: Candidate) -> list[str]:
+        """The ids the turn-level episodes of an exchange's turns get (when they exist)."""
+        return [memory_id(scope, candidate.provenance.session_id, "episode", f"{tid}|{text}")
+                for tid, text in zip(candidate.provenance.turn_ids, candidate.parts,
+                                     strict=False)]
 
     def _similar(self, scope: Scope, vector: list[float], kind: str,
                  when: object) -> MemoryItem | None:
@@ -73,7 +91,7 @@ class EpisodeStore:
             close = (item.event_time is not None and when is not None
                      and abs(item.event_time - when) <= MERGE_WINDOW)  # type: ignore[operator]
             if (hit.score >= self._merge_similarity and close
-                    and item.metadata.get("type") == kind):
+                    and item.metadata.get("type") == kind != EXCHANGE):
                 return item
         return None
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata.conflict import ConflictResolver
 from strata.errors import InvalidInput, NotFound
 from strata.extract.base import Candidate, Intent
+from strata.extract.exchanges import EXCHANGE
 from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
 from strata.extract.worker import LongTermWriter
@@ -36,6 +37,7 @@ from strata.stores.ports import Embedder, VectorStore
 __all__ = ["LongTermMemory", "MemoryCreate", "MemoryPatch"]
 
 logger = logging.getLogger(__name__)
+MAX_EXCHANGES_SCAN = 16_384  # one session's exchanges (Milvus's largest query limit)
 COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection.EPISODES,
                MemoryKind.PROCEDURE: Collection.PROCEDURES}
 LIST_LIMIT = 1000
@@ -194,14 +196,30 @@ class LongTermMemory:
                 changes["text"] = render(str(item.key), spec)
         updated = item.model_copy(update=changes)
         self._rewrite(collection, scope, updated, reembed=updated.text != item.text)
+        if collection is Collection.EPISODES and updated.text != item.text:
+            # the exchanges that repeat the old wording go: they would recall it again
+            self.vectors.delete(collection, scope, [e.id for e in self._exchanges_of(scope, item)])
         return updated
 
     def delete(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
-        """Delete a memory and every version of it; returns what was deleted."""
+        """Delete a memory and every version of it, and the exchanges that repeat its turns;
+        returns what was deleted."""
         collection, item = self.find(scope, memory_id)
         doomed = self.history(scope, memory_id) if collection is Collection.FACTS else [item]
+        if collection is Collection.EPISODES:
+            doomed += self._exchanges_of(scope, item)
         self.vectors.delete(collection, scope, [d.id for d in doomed])
         return doomed
+
+    def _exchanges_of(self, scope: Scope, item: MemoryItem) -> list[MemoryItem]:
+        """Exchange memories that share a source turn with ``item`` (never ``item`` itself)."""
+        turns = set(item.provenance.turn_ids)
+        if not turns or item.metadata.get("type") == EXCHANGE:
+            return []
+        session = item.provenance.session_id or ""
+        rows = self.vectors.query(Collection.EPISODES, scope, RecordFilter(payload_equals={
+            "metadata.type": EXCHANGE, "provenance.session_id": session}), MAX_EXCHANGES_SCAN)
+        return [m for m in map(from_record, rows) if turns & set(m.provenance.turn_ids)]
 
     def delete_user(self, scope: Scope) -> int:
         return sum(self.vectors.delete_scope(c, scope) for c in COLLECTIONS.values())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "RECIPES", "RecallRecipe"]
+__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "RECIPES", "TURNS_ONLY",
+           "RecallRecipe"]
 
 
 class RecallRecipe(BaseModel):
@@ -14,14 +15,15 @@ class RecallRecipe(BaseModel):
 
     name: str
     search: str = Field(default="hybrid", pattern="^(hybrid|dense|lexical)$")
-    candidates_per_layer: int = 20
+    candidates_per_layer: int = 30
     layer_weights: dict[str, float] = Field(default_factory=lambda: {
         "working": 1.2, "facts": 0.8, "episodes": 0.8, "procedures": 0.8, "knowledge": 1.0})
     w_similarity: float = 0.5
     w_decay: float = 0.2
     w_confidence: float = 0.2
     w_type: float = 0.1
-    dense_share: float = 0.7  # similarity = dense_share·cosine + (1-dense_share)·lexical
+    dense_share: float = 0.5  # similarity = dense_share·cosine + (1-dense_share)·lexical
+    bm25_half: float = 10.0  # the BM25 score that counts as a half match
     type_priority: dict[str, float] = Field(default_factory=lambda: {
         "fact": 1.0, "procedure": 0.9, "knowledge": 0.8, "episode": 0.6})
     half_life_days: dict[str, float] = Field(default_factory=lambda: {
@@ -29,11 +31,17 @@ class RecallRecipe(BaseModel):
     threshold: float = 0.3
     min_similarity: float = 0.2  # below this a candidate is unrelated, whatever its recency
     dedup_jaccard: float = 0.8
-    neighbour_expansion: bool = False
+    # episodes at two granularities (strata.recall.granularity); exchange_weight 0: turns only
+    exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    session_weight: float = Field(default=0.5, ge=0.0)
+    neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
 DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0)
 LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0)
+TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
+                          neighbour_ratio=2.0)
 DEFAULT = HYBRID_RRF
-RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY)}
+RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY,
+                                                        TURNS_ONLY)}

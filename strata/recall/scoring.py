@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from strata.models import Provenance, SearchHit, Source
 from strata.recall.recipes import RecallRecipe
 
-__all__ = ["ScoredItem", "decay_weight", "dedup", "score_hits"]
+__all__ = ["ScoredItem", "decay_weight", "dedup", "score_hits", "similarity"]
 
 
 def decay_weight(days: float, half_life_days: float | None) -> float:
@@ -40,12 +40,20 @@ class ScoredItem(BaseModel):
     access_count: int = 0
 
 
-BM25_HALF = 6.0  # a BM25 score of 6 (a couple of rare terms) counts as half a match
+def lexical_similarity(bm25: float, half: float) -> float:
+    """BM25 mapped to 0–1 by saturation (``half`` scores 0.5), so a weak match stays weak
+    whatever else ranks."""
+    return bm25 / (bm25 + half) if bm25 > 0 else 0.0
 
 
-def lexical_similarity(bm25: float) -> float:
-    """BM25 mapped to 0–1 by saturation, so a weak match stays weak whatever else ranks."""
-    return bm25 / (bm25 + BM25_HALF) if bm25 > 0 else 0.0
+def similarity(parts: dict[str, float], recipe: RecallRecipe) -> float:
+    """How well a hit matches the query, 0–1: a precomputed ``similarity`` part (fused
+    granularities), else the recipe's mix of dense cosine and saturated BM25."""
+    if "similarity" in parts:
+        return parts["similarity"]
+    dense = max(0.0, parts.get("dense", 0.0))
+    lexical = lexical_similarity(parts.get("lexical", 0.0), recipe.bm25_half)
+    return recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
 
 
 def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence[ScoredItem],
@@ -55,8 +63,8 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
     out = []
     for hit, item in zip(hits, items, strict=True):
         dense = max(0.0, hit.parts.get("dense", 0.0))
-        lexical = lexical_similarity(hit.parts.get("lexical", 0.0))
-        similarity = recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
+        lexical = lexical_similarity(hit.parts.get("lexical", 0.0), recipe.bm25_half)
+        match = similarity(hit.parts, recipe)
         when = item.age_from or item.created_at or now
         decay = decay_weight((now - when).total_seconds() / 86400,
                              recipe.half_life_days.get(layer))
@@ -66,10 +74,12 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
         type_priority = recipe.type_priority.get(kind, 0.5)
         memory_weight = hit.record.payload.get("weight", 1.0)
         score = weight * float(memory_weight) * (
-            recipe.w_similarity * similarity + recipe.w_decay * decay
+            recipe.w_similarity * match + recipe.w_decay * decay
             + recipe.w_confidence * confidence + recipe.w_type * type_priority)
+        extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session")
+                 if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
-            "similarity": round(similarity, 4), "dense": round(dense, 4),
+            **extra, "similarity": round(match, 4), "dense": round(dense, 4),
             "lexical": round(lexical, 4), "time_decay": round(decay, 4),
             "confidence": round(confidence, 4), "type_priority": type_priority,
             "layer_weight": weight, "memory_weight": float(memory_weight)}}))

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from strata.errors import InvalidInput, StrataError
+from strata.extract.exchanges import EXCHANGE
 from strata.extract.pii import redact
 from strata.layers.records import from_record
 from strata.models import (
@@ -28,6 +29,7 @@ from strata.models import (
     utcnow,
 )
 from strata.recall.context import ContextBuilder, label
+from strata.recall.granularity import fuse_granularities
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, route_query
 from strata.recall.scoring import ScoredItem, dedup, score_hits
@@ -82,15 +84,22 @@ class RecallService:
         target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
         statuses = ["active", "cold"] if request.include_cold else ["active"]
         flt = RecordFilter(statuses=statuses)
-        k = recipe.candidates_per_layer
-        if recipe.search == "dense":
-            hits = self._vectors.search_dense(collection, target, vector, k, flt)
-            return [h.model_copy(update={"parts": {"dense": h.score}}) for h in hits]
-        if recipe.search == "lexical":
-            hits = self._vectors.search_lexical(collection, target, request.query, k, flt)
-            return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
-        hits = self._vectors.search_hybrid(collection, target, vector, request.query, k, flt)
-        if layer == "procedures":
+        if layer == "episodes":
+            turns = self._find(collection, target, request.query, vector, recipe, flt.model_copy(
+                update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
+            if recipe.exchange_weight <= 0:
+                return turns
+            exchanges = self._find(collection, target, request.query, vector, recipe,
+                                   flt.model_copy(update={"payload_equals": {
+                                       "metadata.type": EXCHANGE}}))
+
+            def fetch(ids: list[str]) -> list[StoredRecord]:
+                return [r for r in self._vectors.get(collection, target, ids)
+                        if r.status in statuses]
+
+            return fuse_granularities(turns, exchanges, fetch, vector, recipe)
+        hits = self._find(collection, target, request.query, vector, recipe, flt)
+        if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}
             extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
                      for r in self._vectors.query(collection, target, flt, 100)
@@ -98,6 +107,18 @@ class RecallService:
             hits = [h.model_copy(update={"parts": {**h.parts, "dense": 1.0}})
                     if _keyword_match(h.record, request.query) else h for h in hits] + extra
         return hits
+
+    def _find(self, collection: Collection, target: Scope, query: str, vector: list[float],
+              recipe: RecallRecipe, flt: RecordFilter) -> list[SearchHit]:
+        """One search of one collection the recipe's way; raw similarities in ``parts``."""
+        k = recipe.candidates_per_layer
+        if recipe.search == "dense":
+            hits = self._vectors.search_dense(collection, target, vector, k, flt)
+            return [h.model_copy(update={"parts": {"dense": h.score}}) for h in hits]
+        if recipe.search == "lexical":
+            hits = self._vectors.search_lexical(collection, target, query, k, flt)
+            return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
+        return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
 
     def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
                recipe: RecallRecipe, now: datetime) -> tuple[list[ScoredItem], float]:

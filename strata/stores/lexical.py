@@ -32,14 +32,14 @@ _WORD = re.compile(r"\w", re.UNICODE)
 
 _LOCAL = threading.local()  # a Snowball stemmer keeps state while it stems: one per thread
 _LATIN = re.compile(r"^[a-z][a-z']*$")
-STOP_WORDS = frozenset("""
-a an the and or but if then so of to in on at by for with from into about as than
-is are was were be been being am do does did done doing have has had having
-i me my mine we us our you your he him his she her it its they them their this that these
-those there here what which who whom whose when where why how would could should can will
-shall may might must just also very too not no yes oh ok okay
-的 了 吗 呢 吧 啊 呀 么 是 在 和 与 就 都 也 还 又
-""".split())
+STOP_WORDS = frozenset(" ".join((
+    "a an the and or but if then so of to in on at by for with from into about as than",
+    "is are was were be been being am do does did done doing have has had having",
+    "i me my mine we us our you your he him his she her it its they them their this that these",
+    "those there here what which who whom whose when where why how would could should can will",
+    "shall may might must just also very too not no yes oh ok okay",
+    "的 了 吗 呢 吧 啊 呀 么 是 在 和 与 就 都 也 还 又",
+)).split())
 
 
 def _stem(word: str) -> str:

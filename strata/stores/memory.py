@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,15 @@ def matches(record: StoredRecord, flt: RecordFilter | None) -> bool:
         return False
     if flt.created_before is not None and record.created_at > flt.created_before:
         return False
-    return all(record.payload.get(k) == v for k, v in flt.payload_equals.items())
+    return (all(_path(record.payload, k) == v for k, v in flt.payload_equals.items())
+            and all(_path(record.payload, k) != v for k, v in flt.payload_not_equals.items()))
+
+
+def _path(payload: dict[str, Any], key: str) -> Any:
+    value: Any = payload
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 class InMemoryVectorStore:

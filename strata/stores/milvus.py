@@ -279,9 +279,11 @@ class MilvusVectorStore:
                 parts.append(f"created_at >= {_num(flt.created_after)}")
             if flt.created_before is not None:
                 parts.append(f"created_at <= {_num(flt.created_before)}")
-            for key, value in flt.payload_equals.items():
-                rhs = _lit(value) if isinstance(value, str) else _num(value)
-                parts.append(f'payload["{key}"] == {rhs}')
+            for op, items in (("==", flt.payload_equals), ("!=", flt.payload_not_equals)):
+                for key, value in items.items():
+                    rhs = _lit(value) if isinstance(value, str) else _num(value)
+                    path = "".join(f'["{part}"]' for part in key.split("."))
+                    parts.append(f"payload{path} {op} {rhs}")
         return " and ".join(parts)
 
     def _record(self, scope: Scope, entity: dict[str, Any]) -> StoredRecord:

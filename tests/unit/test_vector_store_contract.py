@@ -123,6 +123,18 @@ def test_lexical_stems_english_and_ignores_stop_words(store: VectorStore) -> Non
     assert store.search_lexical(FACTS, A, "what was the", 5) == []
 
 
+def test_nested_payload_filters(store: VectorStore) -> None:
+    store.insert(FACTS, A, [rec("e1", "went hiking", metadata={"type": "exchange"}),
+                            rec("e2", "went hiking again", metadata={"type": "event"})])
+    vec = EMB.encode(["hiking"])[0].tolist()
+    only = RecordFilter(payload_equals={"metadata.type": "exchange"})
+    not_ = RecordFilter(payload_not_equals={"metadata.type": "exchange"})
+    assert [r.id for r in store.query(FACTS, A, only)] == ["e1"]
+    assert {h.record.id for h in store.search_hybrid(FACTS, A, vec, "hiking", 5, not_)} == {"e2"}
+    with pytest.raises(ValueError):
+        RecordFilter(payload_equals={"a.b.c": 1})
+
+
 def test_search_filter_by_status(store: VectorStore) -> None:
     seed(store)
     vec = EMB.encode(["favourite colour"])[0].tolist()

@@ -1,0 +1,103 @@
+"""Exchanges (two neighbouring user turns): extraction, fused recall, merging, cascades."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from strata.extract.exchanges import EXCHANGE, exchange_candidates
+from strata.extract.rules import RuleExtractor
+from strata.extract.worker import ExtractionWorker, LongTermWriter
+from strata.layers.memories import LongTermMemory
+from strata.layers.sessions import SessionShardService
+from strata.layers.summarize import RuleSummarizer
+from strata.models import Collection, RecallRequest, RecordFilter, Role, Scope, Turn
+from strata.recall.recipes import RECIPES
+from strata.recall.service import RecallService
+from strata.settings import Settings
+from strata.stores.embedders import HashEmbedder
+from strata.stores.memory import InMemoryVectorStore
+from strata.stores.redis import RedisStore
+
+EMB = HashEmbedder(64)
+U = Scope(tenant="t", user="u")
+ONLY_EXCHANGES = RecordFilter(payload_equals={"metadata.type": EXCHANGE})
+
+
+def turn(n: int, role: str, text: str, session: str = "s1") -> Turn:
+    return Turn(turn_id=f"{session}:{n}", session_id=session, user_id="u", role=Role(role),
+                content=text,
+                created_at=datetime(2023, 5, 8, tzinfo=timezone.utc))
+
+
+def test_pairs_consecutive_user_turns_per_session_and_skips_the_assistant() -> None:
+    turns = [turn(1, "user", "Did you go to the support group?"),
+             turn(2, "assistant", "I am only an assistant guess"),
+             turn(3, "user", "Yes, last Friday, it was great."),
+             turn(1, "user", "Another session starts here", session="s2"),
+             turn(4, "user", "And the parade was fun too.")]
+    got = exchange_candidates(turns)
+    assert [c.provenance.turn_ids for c in got] == [["s1:1", "s1:3"], ["s1:3", "s1:4"]]
+    assert all("assistant" not in c.text for c in got)
+    assert got[0].parts == ["Did you go to the support group?", "Yes, last Friday, it was great."]
+
+
+@pytest.fixture
+def written(redis_store: RedisStore) -> tuple[LongTermMemory, InMemoryVectorStore]:
+    """A closed session whose turns were extracted the production way."""
+    vectors = InMemoryVectorStore()
+    vectors.ensure_collections(64)
+    lt = LongTermMemory(vectors, EMB)
+    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer())
+    for text in ["What kind of pottery class did you sign up for last week?",
+                 "Wheel throwing on Tuesdays, my first bowl came out lopsided but I love it.",
+                 "The weather has been lovely lately and the garden is blooming.",
+                 "My card number is 4111 1111 1111 1111 for the booking later today."]:
+        shard.append_turn(U, "s1", "user", text)
+    shard.close(U, "s1")
+    writer = LongTermWriter(lt.facts, lt.episodes)
+    ExtractionWorker(redis_store, RuleExtractor(), writer.write, "w").run_once()
+    return lt, vectors
+
+
+def test_exchanges_are_stored_redacted_and_name_their_turns_episodes(written) -> None:  # type: ignore[no-untyped-def]
+    _, vectors = written
+    exchanges = vectors.query(Collection.EPISODES, U, ONLY_EXCHANGES, 100)
+    assert len(exchanges) == 3
+    assert not any("4111" in r.text for r in exchanges)
+    episode_ids = {r.id for r in vectors.query(Collection.EPISODES, U, RecordFilter(
+        payload_not_equals={"metadata.type": EXCHANGE}), 100)}
+    first = next(r for r in exchanges if r.payload["provenance"]["turn_ids"] == ["s1:1", "s1:2"])
+    assert set(first.payload["metadata"]["members"]) <= episode_ids
+
+
+def ask(vectors: InMemoryVectorStore, query: str, recipe: str = "hybrid") -> dict:  # type: ignore[type-arg]
+    req = RecallRequest(user_id="u", query=query, top_k=5, layers=["episodes"], debug=True)
+    resp = RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist(),
+                                         recipe=RECIPES[recipe])
+    return resp.model_dump(mode="json")
+
+
+def test_a_question_and_its_answer_come_back_as_one_item(written) -> None:  # type: ignore[no-untyped-def]
+    _, vectors = written
+    resp = ask(vectors, "what pottery class did she sign up for, wheel throwing?")
+    top = resp["items"][0]
+    assert top["provenance"]["turn_ids"] == ["s1:1", "s1:2"]
+    assert top["text"].index("pottery class") < top["text"].index("Wheel throwing")
+    parts = resp["debug"]["candidates"][0]["parts"]
+    assert {"turn", "exchange", "session", "similarity"} <= parts.keys()
+    # the turns-only recipe never merges and never returns an exchange record
+    plain = ask(vectors, "what pottery class did she sign up for, wheel throwing?", "turns")
+    assert all(len(i["provenance"]["turn_ids"]) == 1 for i in plain["items"])
+
+
+def test_deleting_an_episode_deletes_the_exchanges_that_repeat_it(written) -> None:  # type: ignore[no-untyped-def]
+    lt, vectors = written
+    target = next(r for r in vectors.query(Collection.EPISODES, U, RecordFilter(
+        payload_not_equals={"metadata.type": EXCHANGE}), 100) if "lopsided" in r.text)
+    doomed = lt.delete(U, target.id)
+    assert len(doomed) == 3  # the episode and the exchanges before and after it
+    left = " ".join(r.text for r in vectors.query(Collection.EPISODES, U, limit=100))
+    assert "lopsided" not in left
+    assert "lopsided" not in str(ask(vectors, "lopsided bowl wheel throwing"))
