@@ -63,6 +63,8 @@ def test_find_edit_recall_delete_in_the_browser(server: Strata, page: Watched,
 
     # login: a wrong key is refused and shows nothing
     pg.goto(f"{server.base}/ui/")
+    expect(pg.locator("#api-key")).to_be_visible()
+    expect(pg.locator("#logout")).to_be_hidden()
     pg.screenshot(path=screenshots / "1-login.png")
     pg.fill("#api-key", "not-a-key")
     pg.click("#login-button")
@@ -207,6 +209,7 @@ def test_agent_key_sees_tenant_queues_only_and_logout_forgets_the_key(
     expect(pg.locator("#queues thead")).not_to_contain_text("backlog (all)")
     pg.click("#logout")
     expect(pg.locator("#login-view")).to_be_visible()
+    expect(pg.locator("#logout")).to_be_hidden()
     assert pg.evaluate("sessionStorage.getItem('strata.apiKey')") is None
     pg.reload()
     expect(pg.locator("#app")).to_be_hidden()
