@@ -332,8 +332,19 @@ function renderRecall(r) {
     el("td", { class: "num", text: fmtNum(c.score, 4) }),
     ...partNames.map((p) => el("td", { class: "num parts",
       text: c.parts && p in c.parts ? fmtNum(c.parts[p], 3) : "" })))));
+  candTable.id = "recall-candidates";
+  const itemTable = table(["layer", "text", "score", "confidence", "source", "provenance"],
+    r.items.map((i) => el("tr", { "data-item-id": i.id },
+      el("td", { text: i.layer }),
+      el("td", {}, el("div", { text: i.text }), el("div", { class: "prov", text: i.id })),
+      el("td", { class: "num", text: fmtNum(i.score, 4) }),
+      el("td", { class: "num", text: fmtNum(i.confidence) }),
+      el("td", { text: i.source || "—" }),
+      el("td", {}, provenance(i.provenance)))));
   return [summary,
     el("h3", { text: `Candidates (${candidates.length})` }), candTable,
+    el("h3", { text: `In the context (${r.items.length}), with where each came from` }),
+    itemTable,
     el("h3", { text: "Final context" }),
     el("pre", { class: "context", id: "recall-context", text: r.context || "(empty)" })];
 }

@@ -116,7 +116,8 @@ def test_find_edit_recall_delete_in_the_browser(server: Strata, page: Watched,
     expect(pg.locator("dd[data-field=route]")).to_have_text("personal")
     candidate = pg.locator(f"tr[data-candidate-id='{new_id}']")
     expect(candidate).to_have_class("included")
-    expect(pg.locator("#recall-result thead")).to_contain_text("similarity")
+    expect(pg.locator(f"tr[data-item-id='{new_id}']")).to_contain_text("session edit-")
+    expect(pg.locator("#recall-candidates thead")).to_contain_text("similarity")
     pg.screenshot(path=screenshots / "4-recall.png", full_page=True)
 
     # delete: cancelling keeps it; confirming deletes every version
