@@ -1,7 +1,8 @@
 """LoCoMo-format retrieval evaluation through the public API only.
 
 For each conversation a fresh user; every session's turns go through the turn API with their
-real dates (both speakers are people: user turns prefixed with the speaker's name); each
+real dates (both speakers are people: user turns prefixed with the speaker's name, who is
+also named in the turn's ``metadata.speaker``); each
 session is closed so extraction runs as in production; then every question of categories 1–4
 goes through the recall API. Metrics follow ``shared/data/README.md``: recall@k over the
 evidence dia_ids named by the items' provenance (items naming more than 2 turns count for
@@ -77,7 +78,8 @@ def _ingest(client: Client, user: str, conv: dict[str, Any]) -> tuple[dict[str, 
         session = f"s{n}"
         for i, turn in enumerate(turns):
             ack = client.add_turn(session, user, "user", _turn_text(turn),
-                                  created_at=when + timedelta(seconds=30 * i))
+                                  created_at=when + timedelta(seconds=30 * i),
+                                  metadata={"speaker": turn["speaker"]})
             to_dia[ack["turn_id"]] = turn["dia_id"]
             count += 1
         client.close_session(session, user)

@@ -40,6 +40,7 @@ class Candidate(BaseModel):
     business_object: str | None = None
     sentiment: float = 0.0
     parts: list[str] = Field(default_factory=list)  # an exchange's member turns, in order
+    speaker: str | None = None  # who said it, from the turn's ``metadata.speaker``
 
 
 class Extractor(Protocol):

@@ -16,7 +16,7 @@ from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
-__all__ = ["RuleExtractor", "detect_intent", "is_hedged"]
+__all__ = ["RuleExtractor", "detect_intent", "is_hedged", "speaker_of"]
 
 MIN_EPISODE_TOKENS = 6
 _END = r"(?=[,.!?;，。！？；]|$| and | but | now| with| because)"
@@ -149,6 +149,14 @@ def _tags(sentence: str) -> list[str]:
     return [f"project:{_norm(match.group(1) or match.group(2))}"]
 
 
+def speaker_of(turn: Turn) -> str | None:
+    """The person who said a turn in a multi-party conversation (``metadata.speaker``)."""
+    speaker = turn.metadata.get("speaker")
+    if not isinstance(speaker, str):
+        return None
+    return speaker.strip()[:80] or None
+
+
 class RuleExtractor:
     """Deterministic, offline extraction of facts, intents and episodes."""
 
@@ -220,7 +228,7 @@ class RuleExtractor:
                           episode_type=kind or "event", sentiment=sentiment,
                           business_object=(obj.group(1) or obj.group(2)) if obj else None,
                           provenance=provenance, event_time=turn.created_at,
-                          scope_tags=_tags(text))]
+                          scope_tags=_tags(text), speaker=speaker_of(turn))]
 
     @staticmethod
     def is_temporary(text: str) -> bool:

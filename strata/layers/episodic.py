@@ -51,7 +51,8 @@ class EpisodeStore:
             return self._insert(scope, candidate, new_id, vector, when, {
                 "type": EXCHANGE, "count": 1, "merged_ids": [new_id],
                 "members": self.member_ids(scope, candidate)})
-        similar = self._similar(scope, vector, candidate.episode_type or "event", when)
+        similar = self._similar(scope, vector, candidate.episode_type or "event", when,
+                                candidate.speaker)
         if similar is not None:
             merged = self._merge(similar, candidate, new_id)
             self._vectors.upsert(Collection.EPISODES, scope, [
@@ -61,7 +62,8 @@ class EpisodeStore:
         return self._insert(scope, candidate, new_id, vector, when, {
             "type": candidate.episode_type or "event", "count": 1,
             "object": candidate.business_object, "sentiments": [candidate.sentiment],
-            "merged_ids": [new_id]})
+            "merged_ids": [new_id],
+            **({"speaker": candidate.speaker} if candidate.speaker else {})})
 
     def _insert(self, scope: Scope, candidate: Candidate, new_id: str, vector: list[float],
                 when: datetime, metadata: dict[str, Any]) -> EpisodeWrite:
@@ -82,7 +84,8 @@ class EpisodeStore:
                                      strict=False)]
 
     def _similar(self, scope: Scope, vector: list[float], kind: str,
-                 when: object) -> MemoryItem | None:
+                 when: object, speaker: str | None) -> MemoryItem | None:
+        """A recent active episode of the same type and speaker that says nearly the same."""
         hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, 3,
                                           RecordFilter(statuses=["active"],
                                                        payload_equals={}))
@@ -91,7 +94,8 @@ class EpisodeStore:
             close = (item.event_time is not None and when is not None
                      and abs(item.event_time - when) <= MERGE_WINDOW)  # type: ignore[operator]
             if (hit.score >= self._merge_similarity and close
-                    and item.metadata.get("type") == kind != EXCHANGE):
+                    and item.metadata.get("type") == kind != EXCHANGE
+                    and item.metadata.get("speaker") == speaker):
                 return item
         return None
 

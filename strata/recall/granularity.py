@@ -8,15 +8,17 @@ The episodes layer holds turn-level episodes and exchanges (two neighbouring use
 
 (w = ``exchange_weight``, s = ``session_weight``): a turn that only makes sense with its
 neighbour is found through the exchange, and a session that is about the query lifts its
-turns. A turn found only through an exchange is fetched and its own dense similarity
-computed from its stored vector. Last, a turn whose exchange partner is nearly as relevant
-(``neighbour_ratio``) is merged with it into one item naming both turns, so the context
-shows the pair once instead of spending two items on it.
+turns. In a multi-party conversation (turns with ``metadata.speaker``), the turns of the one
+person the query names get ``speaker_boost``. A turn found only through an exchange is
+fetched and its own dense similarity computed from its stored vector. Last, a turn whose
+exchange partner is nearly as relevant (``neighbour_ratio``) is merged with it into one item
+naming both turns, so the context shows the pair once instead of spending two items on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,21 +49,34 @@ def _members(record: StoredRecord) -> list[str]:
     return [str(m) for m in (record.payload.get("metadata") or {}).get("members", [])]
 
 
+def _speaker(record: StoredRecord) -> str:
+    return str((record.payload.get("metadata") or {}).get("speaker") or "")
+
+
+def _named_speaker(query: str, units: Iterable[_Unit]) -> str | None:
+    """The one speaker of these turns the query names (multi-party conversations)."""
+    speakers = {_speaker(u.record) for u in units} - {""}
+    named = {s for s in speakers
+             if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.IGNORECASE)}
+    return named.pop() if len(named) == 1 else None
+
+
 def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
                        fetch: Callable[[list[str]], list[StoredRecord]],
-                       vector: Sequence[float], recipe: RecallRecipe) -> list[SearchHit]:
+                       vector: Sequence[float], query: str,
+                       recipe: RecallRecipe) -> list[SearchHit]:
     """Turn-level hits (some merged with their neighbour), best first."""
     units = {h.record.id: _Unit(h.record, similarity(h.parts, recipe), dict(h.parts))
              for h in turn_hits}
     exchanges = [(h, similarity(h.parts, recipe), _members(h.record)) for h in exchange_hits]
     missing = sorted({m for _, _, ms in exchanges for m in ms} - units.keys())
     if missing:
-        query = np.asarray(vector, dtype=np.float32)
+        qvec = np.asarray(vector, dtype=np.float32)
         for record in fetch(missing):
             if record.vector is None or float(record.payload.get("weight", 1.0)) <= 0:
                 continue
             vec = np.asarray(record.vector, dtype=np.float32)
-            cosine = float(vec @ query / ((np.linalg.norm(vec) * np.linalg.norm(query)) or 1.0))
+            cosine = float(vec @ qvec / ((np.linalg.norm(vec) * np.linalg.norm(qvec)) or 1.0))
             parts = {"dense": cosine}
             units[record.id] = _Unit(record, similarity(parts, recipe), parts)
     standalone: list[_Unit] = []
@@ -79,9 +94,13 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
             standalone.append(_Unit(hit.record, score, dict(hit.parts), pair=score))
     w, s = recipe.exchange_weight, recipe.session_weight
     everything = [*units.values(), *standalone]
+    asked_about = _named_speaker(query, units.values())
     best: dict[str, float] = {}
     for unit in everything:
         turn = (1 - w) * unit.own + w * unit.pair
+        if asked_about and _speaker(unit.record) == asked_about:
+            turn += recipe.speaker_boost
+            unit.parts["speaker"] = recipe.speaker_boost
         unit.final = turn
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
     for unit in everything:

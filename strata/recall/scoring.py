@@ -76,7 +76,7 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
         score = weight * float(memory_weight) * (
             recipe.w_similarity * match + recipe.w_decay * decay
             + recipe.w_confidence * confidence + recipe.w_type * type_priority)
-        extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session")
+        extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session", "speaker")
                  if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
             **extra, "similarity": round(match, 4), "dense": round(dense, 4),

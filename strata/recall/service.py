@@ -97,7 +97,7 @@ class RecallService:
                 return [r for r in self._vectors.get(collection, target, ids)
                         if r.status in statuses]
 
-            return fuse_granularities(turns, exchanges, fetch, vector, recipe)
+            return fuse_granularities(turns, exchanges, fetch, vector, request.query, recipe)
         hits = self._find(collection, target, request.query, vector, recipe, flt)
         if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}

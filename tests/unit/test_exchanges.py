@@ -101,3 +101,25 @@ def test_deleting_an_episode_deletes_the_exchanges_that_repeat_it(written) -> No
     left = " ".join(r.text for r in vectors.query(Collection.EPISODES, U, limit=100))
     assert "lopsided" not in left
     assert "lopsided" not in str(ask(vectors, "lopsided bowl wheel throwing"))
+
+
+def test_the_person_asked_about_comes_first(redis_store: RedisStore) -> None:
+    vectors = InMemoryVectorStore()
+    vectors.ensure_collections(64)
+    lt = LongTermMemory(vectors, EMB)
+    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer())
+    for who, text in [("Melanie", "Melanie: I went camping at the beach with my kids."),
+                      ("Caroline", "Caroline: I went camping at the beach with my friends.")]:
+        shard.append_turn(U, "s1", "user", text, metadata={"speaker": who})
+    shard.close(U, "s1")
+    writer = LongTermWriter(lt.facts, lt.episodes)
+    ExtractionWorker(redis_store, RuleExtractor(), writer.write, "w").run_once()
+    for who in ("Melanie", "Caroline"):
+        req = RecallRequest(user_id="u", query=f"Where did {who.lower()} go camping?",
+                            layers=["episodes"], debug=True,
+                            top_k=1)  # type: ignore[call-arg]
+        resp = RecallService(vectors).recall(U, req, EMB.encode([req.query])[0].tolist(),
+                                             recipe=RECIPES["hybrid"].model_copy(
+                                                 update={"neighbour_ratio": 2.0}))
+        assert resp.items[0].text.startswith(who)
+        assert resp.debug is not None and resp.debug["candidates"][0]["parts"]["speaker"] > 0
