@@ -72,10 +72,12 @@ class EmbedBatch:
         self._ready_at = time.time()  # model loaded: the actor's start-up ends here
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        cpu = time.process_time()  # every thread of this process: the cost of the work
         vectors = self._embedder.encode(batch["text"].tolist())
         n = len(vectors)
         return {"id": batch["id"], "vector": vectors, "node": np.full(n, self._node),
-                "ready_at": np.full(n, self._ready_at)}
+                "ready_at": np.full(n, self._ready_at),
+                "cpu_s": np.full(n, (time.process_time() - cpu) / max(n, 1))}
 
 
 class Embedded(dict[str, list[float]]):
@@ -84,6 +86,7 @@ class Embedded(dict[str, list[float]]):
     nodes: set[str]
     startup_s: float
     steady_s: float
+    cpu_s: float  # CPU time the actors spent encoding
 
 
 def _cluster_cpus() -> tuple[list[float], float]:
@@ -99,7 +102,7 @@ def embed_texts(ids: list[str], texts: list[str], settings: Settings, actors: in
     ``actor_cpus``/``threads`` default to ``pool_shape`` of the cluster.
     """
     result = Embedded()
-    result.nodes, result.startup_s, result.steady_s = set(), 0.0, 0.0
+    result.nodes, result.startup_s, result.steady_s, result.cpu_s = set(), 0.0, 0.0, 0.0
     if not texts:
         return result
     started = time.time()
@@ -122,6 +125,7 @@ def embed_texts(ids: list[str], texts: list[str], settings: Settings, actors: in
             result[str(key)] = vector
         result.nodes.update(batch["node"].tolist())
         ready_at = max(ready_at, float(batch["ready_at"].max()))
+        result.cpu_s += float(batch["cpu_s"].sum())
         if progress and len(result) >= next_report:
             print(f"embedded {len(result)}/{len(texts)} ({time.time() - started:.1f}s)",
                   flush=True)
