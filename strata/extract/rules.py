@@ -177,6 +177,8 @@ class RuleExtractor:
                               provenance=provenance, event_time=turn.created_at)]
         facts: list[Candidate] = []
         for sentence in split_sentences(turn.content):
+            if sentence.rstrip().endswith(("?", "？")):
+                continue  # a question states nothing ("what's a book you remember?")
             facts.extend(self._facts(sentence, intent, provenance, turn))
         episodes = self._episode(turn, provenance, has_facts=bool(facts))
         return facts + episodes

@@ -35,7 +35,7 @@ class RecallRecipe(BaseModel):
     exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)
     session_weight: float = Field(default=0.5, ge=0.0)
     neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
-    speaker_boost: float = Field(default=0.03, ge=0.0)  # the turns of the person asked about
+    speaker_boost: float = Field(default=0.1, ge=0.0)  # the turns of the person asked about
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")

@@ -36,6 +36,11 @@ _PERSONAL = re.compile(
     r"\b(my|mine|did i|have i|was i|am i|(?<!how )(?<!what )do i|i told you|remember when|"
     r"about me|for me|"
     r"what do i|when did i|where did i|who did i)\b", re.I)
+# questions about people: a possessive name, "did Caroline …", third-person pronouns
+_PEOPLE = re.compile(
+    r"他|她|\b[A-Z][a-z]+'s\b|"
+    r"\b(?i:did|does|do|has|have|is|was|were|would|will|could|can|had) [A-Z][a-z]+\b|"
+    r"\b(?i:he|she|his|her|hers|him|they|their|them)\b")
 _KNOWLEDGE = re.compile(
     r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|"
     r"\b(how (do|to|can|does)|what is(?! my)|"
@@ -60,7 +65,7 @@ def route_query(query: str, requested: list[str] | None = None,
                 classifier: RouteClassifier | None = None) -> RouteDecision:
     """The route and layers for ``query``; explicit ``requested`` layers always win."""
     continuation = bool(_CONTINUATION.search(query))
-    personal = bool(_PERSONAL.search(query))
+    personal = bool(_PERSONAL.search(query) or _PEOPLE.search(query))
     knowledge = bool(_KNOWLEDGE.search(query))
     if continuation and has_session and not knowledge:
         route, reason = Route.CONTINUATION, "refers to the current conversation"

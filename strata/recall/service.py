@@ -157,14 +157,16 @@ class RecallService:
         fallback = False
         if not ranked and any(layer in LONG_TERM for layer in searched) and not degraded:
             ranked, fallback = self._most_used(scope, request), True
-        ranked = dedup(ranked, recipe.dedup_jaccard)[: request.top_k]
         builder = ContextBuilder(request.budget_tokens)
         if working is not None and "working" in decision.layers:
             builder.add_working(working.window, working.summary, working.pinned,
                                 working.task_state)
-        for item in ranked:
+        added = 0  # the best top_k items that fit the budget (a long one is skipped)
+        for item in dedup(ranked, recipe.dedup_jaccard):
+            if added == request.top_k:
+                break
             block = "knowledge" if item.layer == "knowledge" else "long_term"
-            builder.add(block, label(item), item)
+            added += builder.add(block, label(item), item)
         items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                             created_at=i.created_at, confidence=i.confidence, source=i.source,
                             provenance=i.provenance) for i in builder.included]

@@ -11,7 +11,7 @@ import numpy as np
 from strata.errors import Conflict, InvalidInput
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import bm25_scores
-from strata.stores.ports import DecayFields, fuse_rrf
+from strata.stores.ports import DecayFields, complete_parts, fuse_rrf
 
 __all__ = ["InMemoryVectorStore", "matches"]
 
@@ -154,9 +154,14 @@ class InMemoryVectorStore:
         k: int,
         flt: RecordFilter | None = None,
     ) -> list[SearchHit]:
-        dense = self.search_dense(collection, scope, vector, k, flt)
-        lexical = self.search_lexical(collection, scope, text, k, flt)
-        return fuse_rrf(dense, lexical, k)
+        every = self.count(collection, scope)
+        dense = self.search_dense(collection, scope, vector, every, flt)
+        lexical = self.search_lexical(collection, scope, text, every, flt)
+        dense_all = {h.record.id: h.score for h in dense}
+        lexical_all = {h.record.id: h.score for h in lexical}
+        return complete_parts(fuse_rrf(dense[:k], lexical[:k], k),
+                              lambda ids: {i: dense_all.get(i, 0.0) for i in ids},
+                              lambda ids: {i: lexical_all.get(i, 0.0) for i in ids})
 
     # -- the decay sweep's ports (DecayScan, StatusWriter) ------------------------------------
     @staticmethod

@@ -35,7 +35,7 @@ from pymilvus.exceptions import MilvusException
 from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import normalize
-from strata.stores.ports import DecayFields, fuse_rrf
+from strata.stores.ports import DecayFields, complete_parts, fuse_rrf
 
 __all__ = ["FlushPolicy", "MilvusVectorStore"]
 
@@ -381,7 +381,17 @@ class MilvusVectorStore:
     ) -> list[SearchHit]:
         dense = self.search_dense(collection, scope, vector, k, flt)
         lexical = self.search_lexical(collection, scope, text, k, flt)
-        return fuse_rrf(dense, lexical, k)
+        base = flt or RecordFilter()
+
+        def only(ids: list[str]) -> RecordFilter:
+            return base.model_copy(update={"ids": ids})
+
+        return complete_parts(
+            fuse_rrf(dense, lexical, k),
+            lambda ids: {h.record.id: h.score for h in self.search_dense(
+                collection, scope, vector, len(ids), only(ids))},
+            lambda ids: {h.record.id: h.score for h in self.search_lexical(
+                collection, scope, text, len(ids), only(ids))})
 
     # -- the decay sweep's ports (DecayScan, StatusWriter) ------------------------------------
     @staticmethod

@@ -6,7 +6,7 @@ method that reads across scopes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -15,7 +15,8 @@ import numpy.typing as npt
 
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
-__all__ = ["DecayFields", "DecayScan", "Embedder", "StatusWriter", "VectorStore", "fuse_rrf"]
+__all__ = ["DecayFields", "DecayScan", "Embedder", "StatusWriter", "VectorStore",
+           "complete_parts", "fuse_rrf"]
 
 RRF_K = 60
 
@@ -140,6 +141,20 @@ class StatusWriter(Protocol):
                      changes: Sequence[tuple[str, str, str]]) -> int:
         """``(scope key, id, status)`` each; returns how many rows were written."""
         ...
+
+
+def complete_parts(fused: Sequence[SearchHit],
+                   dense_of: Callable[[list[str]], dict[str, float]],
+                   lexical_of: Callable[[list[str]], dict[str, float]]) -> list[SearchHit]:
+    """Give every fused hit both raw similarities: a hit that ranked below ``k`` on one side
+    gets its real score there (0 only when it truly shares no term), not a missing part.
+    ``dense_of``/``lexical_of`` score the named ids of the same scope and filter."""
+    for name, score_of in (("dense", dense_of), ("lexical", lexical_of)):
+        missing = [h.record.id for h in fused if name not in h.parts]
+        scores = score_of(missing) if missing else {}
+        for hit in fused:
+            hit.parts.setdefault(name, scores.get(hit.record.id, 0.0))
+    return list(fused)
 
 
 def fuse_rrf(

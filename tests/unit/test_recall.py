@@ -33,6 +33,11 @@ U = Scope(tenant="acme", user="u")
     ("如何配置导出功能", Route.KNOWLEDGE, False),
     ("how do I set up my account for my trip?", Route.MIXED, False),
     ("peanuts", Route.MIXED, False),
+    ("What is Caroline's identity?", Route.MIXED, False),
+    ("When did Melanie paint a sunrise?", Route.PERSONAL, False),
+    ("what did she say about the trip", Route.PERSONAL, False),
+    ("他上次说什么时候到", Route.PERSONAL, False),
+    ("how does Strata chunk documents?", Route.MIXED, False),
 ])
 def test_routing_rules(query: str, route: Route, has_session: bool) -> None:
     decision = route_query(query, has_session=has_session)

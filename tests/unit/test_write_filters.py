@@ -66,3 +66,11 @@ def test_quality_and_three_questions() -> None:
                         value="allergic", text="I'm allergic to peanuts", confidence=0.85)
     assert three_questions(lasting) is None
     assert WriteFilter().apply([lasting]).kept == [lasting]
+
+
+def test_a_question_states_no_fact() -> None:
+    kinds = [c.kind for c in _cands("What's a favorite book you remember from childhood? "
+                                     "I love hiking.")]
+    facts = [c for c in _cands("What's a favorite book you remember from childhood? "
+                               "I love hiking.") if c.kind is MemoryKind.FACT]
+    assert [c.key for c in facts] == ["preference:hiking"] and MemoryKind.EPISODE in kinds
