@@ -137,7 +137,8 @@ def plan_inprocess(store: MilvusVectorStore) -> dict[str, Any]:
             "changes": len(plan.changes), **plan.counts.model_dump()}
 
 
-def sweep_job(db_path: str, users: int, sessions: int, work: str) -> dict[str, Any]:
+def sweep_job(db_path: str, users: int, sessions: int, work: str,
+              skip_dry: bool = False) -> dict[str, Any]:
     """The real job path: StoreOwner + 2 shards on local Ray, ``sweep_all``."""
     import ray
 
@@ -172,7 +173,8 @@ def sweep_job(db_path: str, users: int, sessions: int, work: str) -> dict[str, A
         shards = ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, ns)
         ray.get([h.pid.remote() for h in shards.handles])
         out["startup_s"] = round(time.perf_counter() - t0, 1)
-        for label, dry in (("dry", True), ("sweep1", False), ("sweep2", False)):
+        runs = [("dry", True), ("sweep1", False), ("sweep2", False)][1 if skip_dry else 0:]
+        for label, dry in runs:
             t0 = time.perf_counter()
             counts, per_shard = sweep_all(settings, dry_run=dry, namespace=ns, progress=False)
             elapsed = time.perf_counter() - t0
@@ -192,7 +194,8 @@ def sweep_job(db_path: str, users: int, sessions: int, work: str) -> dict[str, A
     return out
 
 
-def run_size(memories: int, users: int, reps: int, sessions: int) -> dict[str, Any]:
+def run_size(memories: int, users: int, reps: int, sessions: int,
+             skip_dry: bool = False) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix="decay_", dir="/tmp")
     db = os.path.join(work, "milvus.db")
     res: dict[str, Any] = {"memories": memories, "users": users, "load_avg": os.getloadavg()[0]}
@@ -202,15 +205,16 @@ def run_size(memories: int, users: int, reps: int, sessions: int) -> dict[str, A
         res["load"] = load(store, memories, users)
         print(f"[{memories}/{users}] loaded: {json.dumps(res['load'])}", flush=True)
         plans = [plan_inprocess(store) for _ in range(reps)]
-        res["plan"] = sorted(plans, key=lambda d: d["s"])[len(plans) // 2]  # the median run
-        res["plan_all_s"] = [d["s"] for d in plans]
-        print(f"[{memories}/{users}] plan: {json.dumps(res['plan'])} all {res['plan_all_s']}",
-              flush=True)
+        if plans:
+            res["plan"] = sorted(plans, key=lambda d: d["s"])[len(plans) // 2]  # the median
+            res["plan_all_s"] = [d["s"] for d in plans]
+            print(f"[{memories}/{users}] plan: {json.dumps(res['plan'])} "
+                  f"all {res['plan_all_s']}", flush=True)
         store.close()
         # milvus-lite keeps the file's server (and lock) in this process until released
         from milvus_lite.server_manager import server_manager_instance
         server_manager_instance.release_server(db)
-        res["job"] = sweep_job(db, users, sessions, work)
+        res["job"] = sweep_job(db, users, sessions, work, skip_dry)
         res["load_avg_end"] = os.getloadavg()[0]
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -222,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 and 10,000 memories")
     parser.add_argument("--sizes", default="10000:100,100000:1000,1000000:10000",
                         help="comma-separated MEMORIES:USERS")
-    parser.add_argument("--reps", type=int, default=3, help="plan repetitions (median)")
+    parser.add_argument("--reps", type=int, default=3,
+                        help="in-process plan repetitions (median; 0 skips it)")
+    parser.add_argument("--skip-dry", action="store_true", help="no dry run of the job")
     parser.add_argument("--sessions", type=int, default=1000,
                         help="closed sessions archived past retention, for the purge")
     parser.add_argument("--load-budget-s", type=float, default=900.0)
@@ -240,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
             results.append({"memories": memories, "users": users, "skipped": msg})
             continue
-        res = run_size(memories, users, args.reps, args.sessions)
+        res = run_size(memories, users, args.reps, args.sessions, args.skip_dry)
         rate = res["load"]["load_rows_per_s"]
         results.append(res)
     print(json.dumps(results, indent=2))
