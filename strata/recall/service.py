@@ -162,11 +162,17 @@ class RecallService:
             builder.add_working(working.window, working.summary, working.pinned,
                                 working.task_state)
         added = 0  # the best top_k items that fit the budget (a long one is skipped)
+        covered: set[tuple[str | None, str]] = set()  # source turns already in the context
         for item in dedup(ranked, recipe.dedup_jaccard):
             if added == request.top_k:
                 break
+            sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
+            if sources and sources <= covered:
+                continue  # says again what a better item from the same turns said
             block = "knowledge" if item.layer == "knowledge" else "long_term"
-            added += builder.add(block, label(item), item)
+            if builder.add(block, label(item), item):
+                added += 1
+                covered |= sources
         items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                             created_at=i.created_at, confidence=i.confidence, source=i.source,
                             provenance=i.provenance) for i in builder.included]

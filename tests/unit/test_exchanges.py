@@ -6,13 +6,23 @@ from datetime import datetime, timezone
 
 import pytest
 
+from strata.extract.base import Candidate
 from strata.extract.exchanges import EXCHANGE, exchange_candidates
 from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker, LongTermWriter
 from strata.layers.memories import LongTermMemory
 from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, RecallRequest, RecordFilter, Role, Scope, Turn
+from strata.models import (
+    Collection,
+    MemoryKind,
+    Provenance,
+    RecallRequest,
+    RecordFilter,
+    Role,
+    Scope,
+    Turn,
+)
 from strata.recall.recipes import RECIPES
 from strata.recall.service import RecallService
 from strata.settings import Settings
@@ -123,3 +133,19 @@ def test_the_person_asked_about_comes_first(redis_store: RedisStore) -> None:
                                                  update={"neighbour_ratio": 2.0}))
         assert resp.items[0].text.startswith(who)
         assert resp.debug is not None and resp.debug["candidates"][0]["parts"]["speaker"] > 0
+
+
+def test_a_fact_from_a_turn_already_shown_is_not_repeated(written) -> None:  # type: ignore[no-untyped-def]
+    lt, vectors = written
+    lt.facts.apply(U, Candidate(kind=MemoryKind.FACT, key="hobby.pottery", value="wheel throwing",
+                                text="Wheel throwing on Tuesdays", confidence=0.9,
+                                provenance=Provenance(session_id="s1", turn_ids=["s1:2"])))
+    req = RecallRequest(user_id="u", query="wheel throwing pottery class on Tuesdays", top_k=5,
+                        layers=["facts", "episodes"])
+    resp = RecallService(vectors).recall(U, req, EMB.encode([req.query])[0].tolist(),
+                                         recipe=RECIPES["turns"])
+    assert {i.layer for i in resp.items} == {"facts", "episodes"}
+    covered: set[str] = set()
+    for item in resp.items:  # nothing repeats turns the items before it already showed
+        assert not set(item.provenance.turn_ids) <= covered
+        covered |= set(item.provenance.turn_ids)
