@@ -29,7 +29,9 @@ class RecallRecipe(BaseModel):
     half_life_days: dict[str, float] = Field(default_factory=lambda: {
         "facts": 30.0, "episodes": 7.0})
     threshold: float = 0.3
-    min_similarity: float = 0.2  # below this a candidate is unrelated, whatever its recency
+    # below this (the strongest of cosine, saturated BM25 and the mix) a candidate is
+    # unrelated, whatever its recency
+    min_similarity: float = 0.2
     dedup_jaccard: float = 0.8
     # episodes at two granularities (strata.recall.granularity); exchange_weight 0: turns only
     exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)

@@ -80,6 +80,8 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
                  if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
             **extra, "similarity": round(match, 4), "dense": round(dense, 4),
+            # the strongest single signal: what the relevance gate looks at
+            "relevance": round(max(match, dense, lexical), 4),
             "lexical": round(lexical, 4), "time_decay": round(decay, 4),
             "confidence": round(confidence, 4), "type_priority": type_priority,
             "layer_weight": weight, "memory_weight": float(memory_weight)}}))

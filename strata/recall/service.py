@@ -198,7 +198,7 @@ class RecallService:
 
         def passing(factor: float) -> list[ScoredItem]:
             return [c for c in ranked if c.score >= recipe.threshold * factor
-                    and c.parts.get("similarity", 0.0) >= recipe.min_similarity * factor]
+                    and c.parts.get("relevance", 0.0) >= recipe.min_similarity * factor]
 
         passed = passing(1.0)
         if passed or not ranked:
