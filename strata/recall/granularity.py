@@ -37,8 +37,8 @@ class _Unit:
     parts: dict[str, float]
     pair: float = 0.0
     final: float = 0.0
-    partners: list[str] = field(default_factory=list)  # ids of exchange partners, any order
-    order: dict[str, int] = field(default_factory=dict)  # partner id → -1 before, +1 after
+    partners: dict[str, int] = field(default_factory=dict)  # exchange partner id → -1 before,
+    #                                                          +1 after this turn
 
 
 def _session(record: StoredRecord) -> str:
@@ -86,10 +86,8 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
             units[m].pair = max(units[m].pair, score)
         if len(present) == 2:
             first, second = present
-            units[first].partners.append(second)
-            units[first].order[second] = 1
-            units[second].partners.append(first)
-            units[second].order[first] = -1
+            units[first].partners[second] = 1
+            units[second].partners[first] = -1
         elif not present:  # its turns have no episodes of their own (short turns)
             standalone.append(_Unit(hit.record, score, dict(hit.parts), pair=score))
     w, s = recipe.exchange_weight, recipe.session_weight
@@ -116,7 +114,7 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
                       key=lambda u: u.final, default=None)
         if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
             consumed.add(partner.record.id)
-            record = _merge(unit.record, partner.record, unit.order[partner.record.id])
+            record = _merge(unit.record, partner.record, unit.partners[partner.record.id])
         parts = {**unit.parts, "similarity": unit.final, "turn": unit.own,
                  "exchange": unit.pair, "session": best[_session(unit.record)]}
         out.append(SearchHit(record=record, score=unit.final, parts=parts))
