@@ -6,6 +6,7 @@ from typing import Any
 
 from ray import serve
 
+from strata.recall.late import late_scorer
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
 
@@ -15,9 +16,17 @@ class EmbedderService:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self._embedder = make_embedder(Settings(**settings))
+        self._late = late_scorer(self._embedder)
 
     def info(self) -> dict[str, Any]:
-        return {"dim": self._embedder.dim, "model_id": self._embedder.model_id}
+        return {"dim": self._embedder.dim, "model_id": self._embedder.model_id,
+                "late": self._late is not None}
+
+    def token_maxima(self, query: str, texts: list[str]) -> list[list[float]]:
+        """Late interaction for the Recall deployment (``strata.recall.late``)."""
+        if self._late is None:
+            raise RuntimeError("this embedder has no token vectors")
+        return self._late(query, texts)
 
     def encode_many(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._embedder.encode(texts)]

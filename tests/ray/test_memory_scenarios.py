@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +18,8 @@ import ray
 
 from actors.store_owner import OWNER_NAME
 from serve_app import main
+from strata.client import Client
+from strata.eval.locomo import evaluate
 from strata.models import Collection
 from strata.settings import Settings
 from strata.stores.redis import QUEUE_LOW, RedisStore
@@ -251,3 +254,40 @@ def test_procedures_need_admin_and_show_in_recall(api: Api) -> None:
     assert api.http.post("/v1/users/jo/memories", headers=ACME, json=body).status_code == 200
     answer = api.recall("jo", "I want a refund for my order")
     assert "offer store credit first" in answer["context"]
+
+
+def test_locomo_harness_end_to_end_with_late_interaction(api: Api, tmp_path: Path) -> None:
+    # a tiny conversation in the LoCoMo format through the public API; the episodes are
+    # re-scored token by token by the Embedder deployment (debug shows the "late" part)
+    turns = [("Ann", "Hi Bo! Guess what, I signed up for a pottery class last week."),
+             ("Bo", "Nice! What are you making there?"),
+             ("Ann", "Mostly bowls so far, my first one came out lopsided."),
+             ("Bo", "I went hiking in the mountains with my brother on Sunday."),
+             ("Ann", "That sounds lovely, was the weather good?"),
+             ("Bo", "Sunny all day, we saw two eagles near the summit.")]
+    conv = {"speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": s, "dia_id": f"D1:{i}", "text": t}
+                          for i, (s, t) in enumerate(turns[:3], 1)],
+            "session_2_date_time": "10:04 am on 20 May, 2023",
+            "session_2": [{"speaker": s, "dia_id": f"D2:{i}", "text": t}
+                          for i, (s, t) in enumerate(turns[3:], 1)],
+            "qa": [{"question": "What did Ann make in her pottery class?", "answer": "bowls",
+                    "evidence": ["D1:3"], "category": 4},
+                   {"question": "What did Bo see near the summit?", "answer": "eagles",
+                    "evidence": ["D2:3"], "category": 4},
+                   {"question": "What is Ann's cat called?", "adversarial_answer": "Tom",
+                    "evidence": [], "category": 5}]}
+    (tmp_path / "conv-t.json").write_text(json.dumps(conv))
+    client = Client(api.base, api_key="key-acme", timeout_s=60)
+    report = evaluate(client, tmp_path, ks=(5,))
+    assert report.conversations == 1 and report.turns == 6
+    assert report.overall.questions == 2  # category 5 is left out
+    assert report.overall.recall_at["5"] == 1.0
+    assert [q.first_hit_rank for q in report.questions] == [1, 1]
+    assert report.context_tokens_mean["5"] <= 500
+    user = next(u for u in api.http.get("/v1/users", headers=ACME).json()["users"]
+                if u.startswith("locomo-conv-t-"))
+    debug = api.recall(user, "What did Bo see near the summit?", debug=True,
+                       layers=["episodes"])["debug"]
+    assert any("late" in c["parts"] for c in debug["candidates"])

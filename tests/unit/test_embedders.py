@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from strata.errors import EmbedderError
+from strata.recall.late import late_scorer, maxsim
 from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from strata.tokens import count_tokens
 
@@ -36,6 +37,28 @@ def test_minilm_empty_and_normalized(minilm: MiniLMEmbedder) -> None:
     assert minilm.encode([]).shape == (0, 384)
     assert abs(float(np.linalg.norm(minilm.encode(["hello"])[0])) - 1.0) < 1e-4
     assert minilm.model_id == "all-MiniLM-L6-v2"
+
+
+def test_minilm_token_vectors_drive_late_interaction(minilm: MiniLMEmbedder) -> None:
+    tokens = minilm.token_vectors(["pottery class", "I signed up for a pottery class"])
+    assert [t.shape[1] for t in tokens] == [384, 384]
+    assert len(tokens[1]) > len(tokens[0]) >= 2  # [CLS] and [SEP] are left out
+    assert np.allclose(np.linalg.norm(tokens[1], axis=1), 1.0, atol=1e-4)
+    late = late_scorer(minilm)
+    assert late is not None
+    answer = ("Thanks for the tip about the traffic and the weather on the way home, I will "
+              "keep it in mind. By the way, last month I got hurt and had to take a break "
+              "from pottery.")
+    unrelated = "The train to Boston leaves at noon and the museum opens at nine on Sundays."
+    first, second = late("Why did she take a break from pottery?", [answer, unrelated])
+    assert len(first) == len(second) > 0
+    assert maxsim(first) > maxsim(second) + 0.1
+    assert maxsim(first, second) >= max(maxsim(first), maxsim(second))
+
+
+def test_only_embedders_with_token_vectors_give_late_interaction() -> None:
+    assert late_scorer(HashEmbedder(32)) is not None
+    assert late_scorer(OpenAIEmbedder("http://127.0.0.1:9", "k", "m", dim=8)) is None
 
 
 def test_hash_embedder_deterministic_and_chinese_aware() -> None:

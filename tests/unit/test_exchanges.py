@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 import pytest
@@ -21,8 +22,11 @@ from strata.models import (
     RecordFilter,
     Role,
     Scope,
+    SearchHit,
+    StoredRecord,
     Turn,
 )
+from strata.recall.granularity import fuse_granularities
 from strata.recall.recipes import RECIPES
 from strata.recall.service import RecallService
 from strata.settings import Settings
@@ -149,3 +153,78 @@ def test_a_fact_from_a_turn_already_shown_is_not_repeated(written) -> None:  # t
     for item in resp.items:  # nothing repeats turns the items before it already showed
         assert not set(item.provenance.turn_ids) <= covered
         covered |= set(item.provenance.turn_ids)
+
+
+def hit(rid: str, text: str, speaker: str = "", **parts: float) -> SearchHit:
+    record = StoredRecord(id=rid, text=text, created_at=1.0, updated_at=1.0, payload={
+        "provenance": {"session_id": "s1", "turn_ids": [f"s1:{rid}"]},
+        "metadata": {"speaker": speaker}})
+    return SearchHit(record=record, score=0.0, parts=parts)
+
+
+def test_a_turn_with_more_of_the_query_terms_ranks_first() -> None:
+    # same raw similarities: the turn that has "class" and "wheel" too beats the one that
+    # repeats "pottery"; the speakers' names are not query terms
+    query = "Which pottery class did Melanie have, on the wheel?"
+    same = {"dense": 0.4, "lexical": 5.0}
+    hits = [hit("1", "Melanie: pottery, pottery, I love pottery", "Melanie", **same),
+            hit("2", "Melanie: a class on the wheel, pottery", "Melanie", **same)]
+    out = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["hybrid"])
+    assert [h.record.id for h in out] == ["2", "1"]
+    assert out[0].parts["coverage"] == 1.0  # pottery, class, wheel (Melanie is the speaker)
+    assert out[1].parts["coverage"] == 1 / 3
+    plain = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["turns"])
+    assert plain[0].score == plain[1].score  # the turns-only recipe leaves coverage out
+
+
+def test_turns_found_only_through_an_exchange_are_scored_on_both_sides() -> None:
+    exchange = hit("x", "Melanie: pottery class?\nCaroline: the wheel one", dense=0.5,
+                   lexical=4.0)
+    exchange.record.payload["metadata"] = {"type": EXCHANGE, "members": ["1", "2"]}
+    asked: list[list[str]] = []
+
+    def fetch(ids: list[str]) -> list[SearchHit]:
+        asked.append(ids)
+        return [hit("1", "Melanie: pottery class?", "Melanie", dense=0.3, lexical=3.0),
+                hit("2", "Caroline: the wheel one", "Caroline", dense=0.2, lexical=0.0)]
+
+    out = fuse_granularities([], [exchange], fetch, "pottery class wheel", RECIPES["hybrid"])
+    assert asked == [["1", "2"]]
+    first = next(h for h in out if h.record.id == "1")
+    assert first.parts["turn"] > 0.5 * 0.3  # its BM25 counts, not only its cosine
+
+
+def test_late_interaction_encodes_each_turn_once_and_scores_exchanges_as_unions() -> None:
+    # per-query-token maxima: turn 1 matches the first query token, turn 2 the second
+    table = {"Melanie: pottery class?": [0.9, 0.1], "Caroline: the wheel one": [0.2, 0.8],
+             "Melanie: something else": [0.3, 0.3]}
+    calls: list[list[str]] = []
+
+    def late(query: str, texts: Sequence[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return [table[t] for t in texts]
+
+    exchange = hit("x", "Melanie: pottery class?\nCaroline: the wheel one", dense=0.1,
+                   lexical=0.0)
+    exchange.record.payload["metadata"] = {"type": EXCHANGE, "members": ["1", "2"]}
+    turns = [hit("1", "Melanie: pottery class?", "Melanie", dense=0.1, lexical=0.0),
+             hit("2", "Caroline: the wheel one", "Caroline", dense=0.1, lexical=0.0),
+             hit("3", "Melanie: something else", "Melanie", dense=0.9, lexical=0.0)]
+    recipe = RECIPES["hybrid"].model_copy(update={"neighbour_ratio": 2.0,
+                                                  "session_weight": 0.0})
+    out = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel", recipe, late)
+    assert calls == [[t.record.text for t in turns]]  # the exchange text is not encoded
+    by_id = {h.record.id: h for h in out}
+    assert by_id["1"].parts["late"] == pytest.approx(0.5)
+    assert by_id["1"].parts["exchange"] == pytest.approx(0.8 * 0.85)  # union: mean(.9, .8)
+    # the pooled cosine favoured turn 3; token-level matching puts the pair's turns first
+    assert [h.record.id for h in out][-1] == "3"
+    pooled = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel",
+                                recipe.model_copy(update={"late_share": 0.0}), late)
+    assert pooled[0].record.id == "3" and "late" not in pooled[0].parts
+    # only the shortlist (the first stage's best) is encoded and returned
+    calls.clear()
+    short = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel",
+                               recipe.model_copy(update={"late_candidates": 1}), late)
+    assert calls == [["Melanie: something else"]]
+    assert [h.record.id for h in short] == ["3"]

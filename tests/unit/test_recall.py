@@ -38,6 +38,7 @@ U = Scope(tenant="acme", user="u")
     ("what did she say about the trip", Route.PERSONAL, False),
     ("他上次说什么时候到", Route.PERSONAL, False),
     ("how does Strata chunk documents?", Route.MIXED, False),
+    ("What are the new shoes that Melanie got used for?", Route.MIXED, False),
 ])
 def test_routing_rules(query: str, route: Route, has_session: bool) -> None:
     decision = route_query(query, has_session=has_session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from strata.errors import Conflict, InvalidInput
@@ -12,7 +13,7 @@ from strata.models import Collection, RecordFilter, Scope, StoredRecord
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
-from strata.stores.ports import VectorStore
+from strata.stores.ports import VectorStore, cosine, score_ids
 
 EMB = HashEmbedder(64)
 FACTS = Collection.FACTS
@@ -148,6 +149,52 @@ def test_hybrid_reports_score_parts(store: VectorStore) -> None:
     top = store.search_hybrid(FACTS, A, vec, "allergic peanuts", 3)[0]
     assert top.record.id == "1"
     assert set(top.parts) == {"dense", "lexical"}
+
+
+def far_and_near(store: VectorStore) -> tuple[list[float], dict[str, list[float]]]:
+    """500 records with seeded random vectors; the 30 farthest from the query say "alpha"."""
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(500, EMB.dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    query = rng.normal(size=EMB.dim).astype(np.float32)
+    far = set(np.argsort(vectors @ query)[:30].tolist())
+    store.insert(FACTS, A, [StoredRecord(
+        id=f"r{i}", text="alpha report" if i in far else f"beta note {i}",
+        vector=vectors[i].tolist(), status="active", created_at=1.0, updated_at=1.0,
+        confidence=0.9, embed_model=EMB.model_id) for i in range(500)])
+    store.flush(FACTS)
+    return query.tolist(), {f"r{i}": vectors[i].tolist() for i in range(500)}
+
+
+def test_hybrid_parts_are_exact_for_hits_far_from_the_query(store: VectorStore) -> None:
+    # lexical hits far from the query vector get their true cosine, not a missing part
+    # (an id-restricted ANN search on milvus-lite left a third of them out)
+    query, vectors = far_and_near(store)
+    hits = store.search_hybrid(FACTS, A, query, "alpha", 40)
+    far = [h for h in hits if h.record.text == "alpha report"]
+    assert len(far) >= 10
+    for hit in hits:
+        assert hit.parts["dense"] == pytest.approx(cosine(vectors[hit.record.id], query),
+                                                   abs=1e-4)
+    assert all(h.parts["dense"] < 0 for h in far)
+    assert all(h.parts["lexical"] > 0 for h in far)
+
+
+def test_score_ids_gives_both_similarities_of_the_named_records(store: VectorStore) -> None:
+    query, vectors = far_and_near(store)
+    retired = store.get(FACTS, A, ["r1"])[0]
+    store.upsert(FACTS, A, [retired.model_copy(update={"status": "superseded"})])
+    alpha = [r.id for r in store.query(FACTS, A, RecordFilter(statuses=["active"]), 500)
+             if r.text == "alpha report"]
+    wanted = ["r0", "r1", "r2", "nope", *alpha[:3]]
+    hits = {h.record.id: h for h in score_ids(store, FACTS, A, query, "alpha", wanted,
+                                              ["active"])}
+    assert "nope" not in hits and "r1" not in hits  # unknown, and not active
+    assert set(hits) >= {"r0", "r2"}
+    for rid, hit in hits.items():
+        assert hit.parts["dense"] == pytest.approx(cosine(vectors[rid], query), abs=1e-4)
+        assert (hit.parts["lexical"] > 0) == (hit.record.text == "alpha report")
+    assert score_ids(store, FACTS, B, query, "alpha", wanted, ["active"]) == []
 
 
 def test_insert_conflict_and_bad_vectors(store: VectorStore) -> None:
