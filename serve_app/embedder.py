@@ -16,7 +16,9 @@ class EmbedderService:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self._embedder = make_embedder(Settings(**settings))
-        self._late = late_scorer(self._embedder)
+        # recalls of the same user within minutes re-score the same turns: cache their
+        # token vectors (bounded, 5-minute expiry, keyed by a hash; strata.recall.late)
+        self._late = late_scorer(self._embedder, cache_entries=4096)
 
     def info(self) -> dict[str, Any]:
         return {"dim": self._embedder.dim, "model_id": self._embedder.model_id,

@@ -15,13 +15,18 @@ cosine.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LateScorer", "TokenEmbedder", "late_scorer", "maxsim", "token_maxima"]
+__all__ = ["LateScorer", "TokenCache", "TokenEmbedder", "late_scorer", "maxsim",
+           "token_maxima"]
 
 # (query, texts) → for every text, the best similarity of each query token
 LateScorer = Callable[[str, Sequence[str]], list[list[float]]]
@@ -34,12 +39,57 @@ class TokenEmbedder(Protocol):
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]: ...
 
 
-def token_maxima(embedder: TokenEmbedder, query: str, texts: Sequence[str]
-                 ) -> list[list[float]]:
+class TokenCache:
+    """Recently encoded texts' token vectors (float16), keyed by a hash of the text, so the
+    same user's memories recalled again within minutes are not encoded again. Bounded in
+    entries and in age: a forgotten memory's vectors are gone after ``ttl_s`` at the latest,
+    and no text is kept."""
+
+    def __init__(self, embedder: TokenEmbedder, max_entries: int = 4096,
+                 ttl_s: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._embedder = embedder
+        self._max = max_entries
+        self._ttl = ttl_s
+        self._clock = clock
+        self._entries: OrderedDict[bytes, tuple[float, npt.NDArray[np.float16]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        now = self._clock()
+        found: dict[int, npt.NDArray[np.float32]] = {}
+        with self._lock:
+            for i, key in enumerate(keys):
+                entry = self._entries.get(key)
+                if entry is not None and now - entry[0] <= self._ttl:
+                    self._entries.move_to_end(key)
+                    found[i] = entry[1].astype(np.float32)
+            self.hits += len(found)
+            self.misses += len(texts) - len(found)
+        todo = [i for i in range(len(texts)) if i not in found]
+        if todo:
+            fresh = self._embedder.token_vectors([texts[i] for i in todo])
+            with self._lock:
+                for i, vectors in zip(todo, fresh, strict=True):
+                    found[i] = vectors
+                    self._entries[keys[i]] = (now, vectors.astype(np.float16))
+                    self._entries.move_to_end(keys[i])
+                while len(self._entries) > self._max:
+                    self._entries.popitem(last=False)
+        return [found[i] for i in range(len(texts))]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def token_maxima(embedder: TokenEmbedder, query: str, texts: Sequence[str],
+                 cache: TokenCache | None = None) -> list[list[float]]:
     """For every text, the best cosine of each query token against the text's tokens."""
     if not texts:
         return []
-    q, *docs = embedder.token_vectors([query, *texts])
+    q = embedder.token_vectors([query])[0]
+    docs = (cache if cache is not None else embedder).token_vectors(texts)
     return [(q @ d.T).max(axis=1).tolist() if len(d) and len(q) else [0.0] * len(q)
             for d in docs]
 
@@ -50,8 +100,10 @@ def maxsim(*maxima: Sequence[float]) -> float:
     return float(best.mean()) if best.size else 0.0
 
 
-def late_scorer(embedder: object) -> LateScorer | None:
-    """A scorer over ``embedder``'s token vectors, or None if it has none."""
+def late_scorer(embedder: object, cache_entries: int = 0) -> LateScorer | None:
+    """A scorer over ``embedder``'s token vectors (with a ``TokenCache`` of that many
+    entries), or None if it has none."""
     if not isinstance(embedder, TokenEmbedder):
         return None
-    return lambda query, texts: token_maxima(embedder, query, texts)
+    cache = TokenCache(embedder, cache_entries) if cache_entries > 0 else None
+    return lambda query, texts: token_maxima(embedder, query, texts, cache)

@@ -42,7 +42,7 @@ class RecallRecipe(BaseModel):
     # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
     # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
     late_share: float = Field(default=0.8, ge=0.0, le=1.0)
-    late_candidates: int = Field(default=30, ge=1)  # the turns re-scored token by token
+    late_candidates: int = Field(default=20, ge=1)  # the turns re-scored token by token
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
