@@ -284,7 +284,8 @@ def test_locomo_harness_end_to_end_with_late_interaction(api: Api, tmp_path: Pat
     assert report.conversations == 1 and report.turns == 6
     assert report.overall.questions == 2  # category 5 is left out
     assert report.overall.recall_at["5"] == 1.0
-    assert [q.first_hit_rank for q in report.questions] == [1, 1]
+    assert [q.found for q in report.questions] == [["D1:3"], ["D2:3"]]
+    assert all(q.first_hit_rank in (1, 2) for q in report.questions)
     assert report.context_tokens_mean["5"] <= 500
     user = next(u for u in api.http.get("/v1/users", headers=ACME).json()["users"]
                 if u.startswith("locomo-conv-t-"))
