@@ -31,16 +31,16 @@ class RecallEndpoint:
         if self._service is None:
             info = await self._embedder.info.remote()
             vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
-            late = None
-            if info.get("late"):
-                embedder = self._embedder
-
-                def late(query: str, texts: Sequence[str]) -> list[list[float]]:
-                    # called from the recall thread: block on the Embedder deployment
-                    return embedder.token_maxima.remote(query, list(texts)).result()
-
-            self._service = RecallService(vectors, late=late)
+            self._service = RecallService(vectors,
+                                          late=self._token_maxima if info.get("late") else None)
         return self._service
+
+    def _token_maxima(self, query: str, texts: Sequence[str]) -> list[list[float]]:
+        """Late interaction by the Embedder deployment; called from the recall thread, so it
+        blocks on the response."""
+        result: list[list[float]] = self._embedder.token_maxima.remote(query,
+                                                                       list(texts)).result()
+        return result
 
     async def recall(self, scope: Scope, request: RecallRequest, working: Any,
                      recipe: str | None = None) -> RecallResponse:
