@@ -13,8 +13,9 @@ query's terms beats one that repeats a single term (coverage: the share of the q
 distinct terms the text contains; BM25 saturates on one frequent term), and a session that is
 about the query lifts its turns. In a multi-party conversation (turns with
 ``metadata.speaker``), the turns of the one person the query names get ``speaker_boost``, and
-the names of the people speaking do not count as query terms. A turn found only through an
-exchange is fetched with both its similarities.
+the names of the people speaking do not count as query terms. A turn that happened on a date
+the query names ("on 13 October, 2023", "in July 2022"; ``strata.recall.timeframe``) gets
+``time_boost``. A turn found only through an exchange is fetched with both its similarities.
 
 With a late-interaction scorer (``strata.recall.late``) this ranking is the first of two
 stages: the best ``late_candidates`` turns, and the exchange partners they need, are scored
@@ -31,11 +32,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from strata.models import SearchHit, StoredRecord
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
 from strata.recall.scoring import similarity
+from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.lexical import tokenize
 
 __all__ = ["fuse_granularities"]
@@ -87,8 +90,20 @@ def _coverage(terms: set[str], text: str) -> float:
     return len(terms & set(tokenize(text))) / len(terms) if terms else 0.0
 
 
+def _happened_in(record: StoredRecord, periods: Sequence[Period]) -> bool:
+    raw = record.payload.get("event_time")
+    if not periods or not isinstance(raw, str):
+        return False
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        return False
+    return any(p.contains(when) for p in periods)
+
+
 def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: str | None,
-          recipe: RecallRecipe) -> tuple[list[_Unit], dict[str, float]]:
+          periods: Sequence[Period], recipe: RecallRecipe
+          ) -> tuple[list[_Unit], dict[str, float]]:
     """Score every turn (and every exchange none of whose turns is known) by the formula
     above; returns them with the best turn score of each session."""
     for unit in units.values():
@@ -117,6 +132,9 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: 
         if asked_about and _speaker(unit.record) == asked_about:
             turn += recipe.speaker_boost
             unit.parts["speaker"] = recipe.speaker_boost
+        if _happened_in(unit.record, periods):
+            turn += recipe.time_boost
+            unit.parts["time"] = recipe.time_boost
         unit.final = turn
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
     for unit in everything:
@@ -168,12 +186,13 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
     exchanges = [_Exchange(h.record, _members(h.record), dict(h.parts),
                            _coverage(terms, h.record.text)) for h in exchange_hits]
     asked_about = _named_speaker(query, units.values())
-    everything, best = _rank(units, exchanges, asked_about, recipe)
+    periods = mentioned_periods(query) if recipe.time_boost > 0 else []
+    everything, best = _rank(units, exchanges, asked_about, periods, recipe)
     if late is not None and recipe.late_share > 0 and everything:
         everything.sort(key=lambda u: u.final, reverse=True)
         shortlist = everything[:recipe.late_candidates]
         units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
-        everything, best = _rank(units, exchanges, asked_about, recipe)
+        everything, best = _rank(units, exchanges, asked_about, periods, recipe)
         kept = {u.record.id for u in shortlist}
         everything = [u for u in everything if u.record.id in kept]
         for unit in everything:

@@ -38,6 +38,7 @@ class RecallRecipe(BaseModel):
     session_weight: float = Field(default=0.5, ge=0.0)
     neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
     speaker_boost: float = Field(default=0.2, ge=0.0)  # the turns of the person asked about
+    time_boost: float = Field(default=0.1, ge=0.0)  # turns from a date the query names
     coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
     # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
     # token vectors (strata.recall.late); 0: the pooled cosine with dense_share

@@ -80,7 +80,7 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
             recipe.w_similarity * match + recipe.w_decay * decay
             + recipe.w_confidence * confidence + recipe.w_type * type_priority)
         extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session", "speaker",
-                                                   "coverage", "late")
+                                                   "time", "coverage", "late")
                  if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
             **extra, "similarity": round(match, 4), "dense": round(dense, 4),
