@@ -159,9 +159,9 @@ class InMemoryVectorStore:
         lexical = self.search_lexical(collection, scope, text, every, flt)
         dense_all = {h.record.id: h.score for h in dense}
         lexical_all = {h.record.id: h.score for h in lexical}
-        return complete_parts(fuse_rrf(dense[:k], lexical[:k], k),
-                              lambda ids: {i: dense_all.get(i, 0.0) for i in ids},
-                              lambda ids: {i: lexical_all.get(i, 0.0) for i in ids})
+        return complete_parts(fuse_rrf(dense[:k], lexical[:k], k), lambda ids: {
+            i: {"dense": dense_all.get(i, 0.0), "lexical": lexical_all.get(i, 0.0)}
+            for i in ids})
 
     # -- the decay sweep's ports (DecayScan, StatusWriter) ------------------------------------
     @staticmethod

@@ -144,16 +144,17 @@ class StatusWriter(Protocol):
 
 
 def complete_parts(fused: Sequence[SearchHit],
-                   dense_of: Callable[[list[str]], dict[str, float]],
-                   lexical_of: Callable[[list[str]], dict[str, float]]) -> list[SearchHit]:
+                   score_of: Callable[[list[str]], dict[str, dict[str, float]]]
+                   ) -> list[SearchHit]:
     """Give every fused hit both raw similarities: a hit that ranked below ``k`` on one side
     gets its real score there (0 only when it truly shares no term), not a missing part.
-    ``dense_of``/``lexical_of`` score the named ids of the same scope and filter."""
-    for name, score_of in (("dense", dense_of), ("lexical", lexical_of)):
-        missing = [h.record.id for h in fused if name not in h.parts]
-        scores = score_of(missing) if missing else {}
-        for hit in fused:
-            hit.parts.setdefault(name, scores.get(hit.record.id, 0.0))
+    ``score_of`` gives the ``dense`` and ``lexical`` parts of the named ids of the same scope
+    (``score_ids`` for a real store)."""
+    missing = [h.record.id for h in fused if not {"dense", "lexical"} <= h.parts.keys()]
+    scores = score_of(missing) if missing else {}
+    for hit in fused:
+        for name in ("dense", "lexical"):
+            hit.parts.setdefault(name, scores.get(hit.record.id, {}).get(name, 0.0))
     return list(fused)
 
 
@@ -166,11 +167,12 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def score_ids(store: VectorStore, collection: Collection, scope: Scope,
               vector: Sequence[float], text: str, ids: Sequence[str],
-              statuses: Sequence[str]) -> list[SearchHit]:
-    """The named records with one of ``statuses``, each with both raw similarities, exactly:
-    the cosine from its stored vector (an id-restricted ANN search can miss ids far from the
-    query) and BM25 through a lexical search restricted to these ids."""
-    records = [r for r in store.get(collection, scope, list(ids)) if r.status in statuses]
+              statuses: Sequence[str] | None = None) -> list[SearchHit]:
+    """The named records (with one of ``statuses``, if given), each with both raw
+    similarities, exactly: the cosine from its stored vector (an id-restricted ANN search can
+    miss ids far from the query) and BM25 through a lexical search restricted to these ids."""
+    records = [r for r in store.get(collection, scope, list(ids))
+               if statuses is None or r.status in statuses]
     if not records:
         return []
     only = RecordFilter(ids=[r.id for r in records])
