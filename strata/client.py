@@ -55,6 +55,13 @@ class _Api:
             "user_id": user_id, "role": role, "content": content, "created_at": created_at,
             "metadata": metadata, "turn_id": turn_id}))
 
+    def add_turns(self, session_id: str, user_id: str, turns: list[dict[str, Any]]) -> Any:
+        """Many turns of one session, in order: ``{"session_id", "acks": [...]}`` once all are
+        durable. Each turn: ``role``, ``content``, optional ``created_at``, ``metadata``,
+        ``turn_id`` (a retried batch with the same ids is not written twice)."""
+        return self._call("POST", f"/v1/sessions/{session_id}/turns/batch",
+                          {"user_id": user_id, "turns": [_clean(t) for t in turns]})
+
     def close_session(self, session_id: str, user_id: str) -> Any:
         return self._call("POST", f"/v1/sessions/{session_id}/close", {"user_id": user_id})
 

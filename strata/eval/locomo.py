@@ -1,7 +1,7 @@
 """LoCoMo-format retrieval evaluation through the public API only.
 
-For each conversation a fresh user; every session's turns go through the turn API with their
-real dates (both speakers are people: user turns prefixed with the speaker's name, who is
+For each conversation a fresh user; every session's turns go through the batch turn API with
+their real dates (both speakers are people: user turns prefixed with the speaker's name, who is
 also named in the turn's ``metadata.speaker``); each
 session is closed so extraction runs as in production; then every question of categories 1–4
 goes through the recall API. Metrics follow ``shared/data/README.md``: recall@k over the
@@ -30,6 +30,7 @@ __all__ = ["EvalReport", "evaluate", "format_table", "parse_session_date"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MAX_PROVENANCE_TURNS = 2
+BATCH_TURNS = 500  # the service's default STRATA_MAX_BATCH_TURNS
 
 
 def parse_session_date(text: str) -> datetime:
@@ -83,19 +84,21 @@ def _sessions(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]
 
 
 def _ingest(client: Client, user: str, conv: dict[str, Any]) -> tuple[dict[str, str], int]:
-    """Write every turn; returns turn_id → dia_id and the turn count."""
+    """Write every session's turns in batches; returns turn_id → dia_id and the turn count."""
     to_dia: dict[str, str] = {}
-    count = 0
     for n, (when, turns) in enumerate(_sessions(conv), start=1):
         session = f"s{n}"
-        for i, turn in enumerate(turns):
-            ack = client.add_turn(session, user, "user", _turn_text(turn),
-                                  created_at=when + timedelta(seconds=30 * i),
-                                  metadata={"speaker": turn["speaker"]})
-            to_dia[ack["turn_id"]] = turn["dia_id"]
-            count += 1
+        batch = [{"role": "user", "content": _turn_text(turn), "turn_id": f"{session}:{i}",
+                  "created_at": when + timedelta(seconds=30 * (i - 1)),
+                  "metadata": {"speaker": turn["speaker"]}}
+                 for i, turn in enumerate(turns, start=1)]  # the ids the service would give
+        for start in range(0, len(batch), BATCH_TURNS):
+            chunk = turns[start:start + BATCH_TURNS]
+            acks = client.add_turns(session, user, batch[start:start + BATCH_TURNS])["acks"]
+            to_dia.update({ack["turn_id"]: turn["dia_id"]
+                           for ack, turn in zip(acks, chunk, strict=True)})
         client.close_session(session, user)
-    return to_dia, count
+    return to_dia, len(to_dia)
 
 
 def _wait_for_extraction(client: Client, timeout_s: float = 1800) -> float:

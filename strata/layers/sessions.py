@@ -15,12 +15,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from strata.errors import Conflict, InvalidInput, NotFound
 from strata.layers.memories import LongTermMemory
@@ -32,7 +32,7 @@ from strata.settings import Settings
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.tokens import count_tokens
 
-__all__ = ["CloseAck", "SessionShardService", "ShardRing", "SweepReport", "TurnAck",
+__all__ = ["CloseAck", "SessionShardService", "ShardRing", "SweepReport", "TurnAck", "TurnIn",
            "WorkingMemoryView", "session_key"]
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,18 @@ class ShardRing:
     def shard_for(self, scope: Scope) -> int:
         index = bisect.bisect(self._keys, self._hash(scope.key)) % len(self._keys)
         return self._owners[index]
+
+
+class TurnIn(BaseModel):
+    """A turn as a client sends it (the HTTP body of a turn, without the user)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str
+    content: str
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
 
 
 class TurnAck(BaseModel):
@@ -183,34 +195,110 @@ class SessionShardService(LongTermShardOps):
                     turn_id: str | None = None) -> TurnAck:
         """Append a turn: WAL first, then the window; returns once Redis has the turn."""
         parsed_role = self._validate_turn(session_id, role, content, turn_id)
+        turn = TurnIn(role=role, content=content, created_at=created_at,
+                      metadata=metadata or {}, turn_id=turn_id)
+        return self._append(scope, session_id, [(parsed_role, turn)])[0]
+
+    def append_turns(self, scope: Scope, session_id: str,
+                     turns: Sequence[TurnIn | Mapping[str, Any]]) -> list[TurnAck]:
+        """Append many turns of one session, in order; returns once Redis has all of them.
+
+        Every turn is validated first: one bad turn rejects the batch and nothing is written.
+        The new turns reach the WAL in one transaction; a turn whose ``turn_id`` the session
+        (or an earlier turn of the batch) already has is acknowledged as a duplicate.
+        """
+        _validate_session_id(session_id)
+        limit = self._settings.max_batch_turns
+        if not 0 < len(turns) <= limit:
+            raise InvalidInput(f"a batch holds 1 to {limit} turns (STRATA_MAX_BATCH_TURNS); "
+                               f"got {len(turns)}")
+        return self._append(scope, session_id,
+                            [self._parse_batch_turn(session_id, i, t) for i, t in enumerate(turns)])
+
+    def _parse_batch_turn(self, session_id: str, index: int,
+                          raw: TurnIn | Mapping[str, Any]) -> tuple[Role, TurnIn]:
+        try:
+            turn = raw if isinstance(raw, TurnIn) else TurnIn.model_validate(raw)
+            return self._validate_turn(session_id, turn.role, turn.content, turn.turn_id), turn
+        except ValidationError as exc:
+            problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                for e in exc.errors())
+            raise InvalidInput(f"turn {index}: {problem}") from None
+        except InvalidInput as exc:
+            raise InvalidInput(f"turn {index}: {exc.detail}") from None
+
+    def _append(self, scope: Scope, session_id: str,
+                batch: list[tuple[Role, TurnIn]]) -> list[TurnAck]:
+        """Validated turns in order: known ids are duplicates, the new turns go to the WAL in
+        one round trip, then to the window, each with its explicit intents."""
         with self._lock:
             entry = self._get(scope, session_id, create=True)
             state = entry.memory.state
-            if turn_id is not None and entry.memory.has_turn(turn_id):
-                return self._ack(state, turn_id, duplicate=True)
-            if state.closed:
-                raise Conflict(f"session {session_id!r} is closed; start a new session")
-            turn = Turn(turn_id=turn_id or f"{session_id}:{state.turn_count + 1}",
-                        session_id=session_id, user_id=scope.user, role=parsed_role,
-                        content=content, created_at=created_at or utcnow(),
-                        metadata=metadata or {}, pinned=is_pinned(parsed_role, content))
             key = session_key(scope, session_id)
+            fresh = self._new_turns(scope, key, entry.memory, batch)
+            new = [t for t in fresh if t is not None]
+            if new and state.closed:
+                raise Conflict(f"session {session_id!r} is closed; start a new session")
             now = utcnow()
-            wal_from = state.wal_id
-            wal_id = self._redis.wal_append(key, {"op": "turn", "at": now.isoformat(),
-                                                  "turn": turn.model_dump(mode="json")})
-            entry.memory.append(turn, received_at=now)
-            state.wal_id = wal_id
-            intents = self._apply_intents(scope, turn, wal_from, wal_id)
-            self._redis.touch_session(self.shard_id, key, time.time())
-            entry.turns_since_snapshot += 1
-            entry.tokens_since_snapshot += count_tokens(content)
-            if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
-                    or entry.tokens_since_snapshot >= self._settings.snapshot_every_tokens):
-                self._snapshot_async(key, entry)
-            ack = self._ack(state, turn.turn_id)
-            ack.intents = intents
-            return ack
+            wal_ids = iter(self._redis.wal_append_many(key, [
+                {"op": "turn", "at": now.isoformat(), "turn": t.model_dump(mode="json")}
+                for t in new]) if new else [])
+            acks = []
+            for (_, asked), turn in zip(batch, fresh, strict=True):
+                if turn is None:
+                    acks.append(self._ack(state, str(asked.turn_id), duplicate=True))
+                    continue
+                wal_from, wal_id = state.wal_id, next(wal_ids)
+                entry.memory.append(turn, received_at=now)
+                state.wal_id = wal_id
+                intents = self._apply_intents(scope, turn, wal_from, wal_id)
+                ack = self._ack(state, turn.turn_id)
+                ack.intents = intents
+                acks.append(ack)
+            if new:
+                self._after_append(key, entry, new)
+            return acks
+
+    def _new_turns(self, scope: Scope, key: str, memory: WorkingMemory,
+                   batch: list[tuple[Role, TurnIn]]) -> list[Turn | None]:
+        """The batch as turns to write, None where the turn id is already known."""
+        known = self._known_turn_ids(key, memory, [t.turn_id for _, t in batch])
+        session_id, count = memory.state.session_id, memory.state.turn_count
+        fresh: list[Turn | None] = []
+        for role, asked in batch:
+            if asked.turn_id is not None and asked.turn_id in known:
+                fresh.append(None)
+                continue
+            count += 1
+            turn = Turn(turn_id=asked.turn_id or f"{session_id}:{count}",
+                        session_id=session_id, user_id=scope.user, role=role,
+                        content=asked.content, created_at=asked.created_at or utcnow(),
+                        metadata=asked.metadata, pinned=is_pinned(role, asked.content))
+            known.add(turn.turn_id)
+            fresh.append(turn)
+        return fresh
+
+    def _known_turn_ids(self, key: str, memory: WorkingMemory,
+                        turn_ids: list[str | None]) -> set[str]:
+        """Which of these client ids the session already has. The window remembers its last
+        ``RECENT_IDS`` ids; a longer batch is also checked against the WAL's tail, so that a
+        retried batch of any allowed size is written once."""
+        asked = {t for t in turn_ids if t is not None}
+        known = {t for t in asked if memory.has_turn(t)}
+        if (known != asked and len(turn_ids) > WorkingMemory.RECENT_IDS
+                and memory.state.turn_count > len(memory.state.recent_turn_ids)):
+            tail = self._redis.wal_tail(key, len(turn_ids) + WorkingMemory.RECENT_IDS)
+            known |= asked & {r["turn"]["turn_id"] for _, r in tail if r.get("op") == "turn"}
+        return known
+
+    def _after_append(self, key: str, entry: _Entry, turns: list[Turn]) -> None:
+        """Mark the session active; snapshot every few turns or tokens."""
+        self._redis.touch_session(self.shard_id, key, time.time())
+        entry.turns_since_snapshot += len(turns)
+        entry.tokens_since_snapshot += sum(count_tokens(t.content) for t in turns)
+        if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
+                or entry.tokens_since_snapshot >= self._settings.snapshot_every_tokens):
+            self._snapshot_async(key, entry)
 
     def _validate_turn(self, session_id: str, role: str, content: str,
                        turn_id: str | None) -> Role:

@@ -99,6 +99,23 @@ class RedisStore:
             entry = self._r.xadd(self._k(f"wal:{session_key}"), {"data": _dumps(record)})
         return str(entry.decode() if isinstance(entry, bytes) else entry)
 
+    def wal_append_many(self, session_key: str, records: list[Mapping[str, Any]]) -> list[str]:
+        """Append records in order, all or none (one MULTI/EXEC round trip); their ids."""
+        stream = self._k(f"wal:{session_key}")
+        with _redis_errors("wal append"):
+            pipe = self._r.pipeline(transaction=True)
+            for record in records:
+                pipe.xadd(stream, {"data": _dumps(record)})
+            entries = pipe.execute()
+        return [str(e.decode() if isinstance(e, bytes) else e) for e in entries]
+
+    def wal_tail(self, session_key: str, count: int) -> list[tuple[str, dict[str, Any]]]:
+        """The last ``count`` WAL records, oldest first."""
+        with _redis_errors("wal read"):
+            rows = self._r.xrevrange(self._k(f"wal:{session_key}"), max="+", min="-",
+                                     count=count)
+        return [(rid.decode(), json.loads(f[b"data"])) for rid, f in reversed(rows)]
+
     def wal_read(self, session_key: str, after_id: str = "0") -> list[tuple[str, dict[str, Any]]]:
         """WAL records strictly after ``after_id``, in order."""
         start = f"({after_id}" if after_id != "0" else "-"

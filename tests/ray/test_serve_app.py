@@ -94,6 +94,30 @@ def test_turns_working_memory_task_state_close(app: App) -> None:
     assert any(p["session_id"] == "trip" for _, p in app.redis.scan_queue(QUEUE_LOW))
 
 
+def test_turn_batch_over_http(app: App) -> None:
+    turns = [{"role": "user" if i % 2 else "assistant", "content": f"step {i} costs {i}0 EUR",
+              "turn_id": f"b{i}", "metadata": {"n": i}} for i in range(1, 11)]
+    resp = app.post("/v1/sessions/batch/turns/batch", {"user_id": "alice", "turns": turns})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["session_id"] == "batch"
+    assert [(a["turn_id"], a["turn_count"], a["duplicate"]) for a in body["acks"]] == [
+        (f"b{i}", i, False) for i in range(1, 11)]
+    again = app.post("/v1/sessions/batch/turns/batch", {"user_id": "alice", "turns": turns})
+    assert all(a["duplicate"] for a in again.json()["acks"])
+    wm = httpx.get(f"{app.base}/v1/sessions/batch/working-memory",
+                   params={"user_id": "alice"}, headers=AUTH, timeout=30).json()
+    assert wm["turn_count"] == 10
+    assert [t["turn_id"] for t in wm["window"]] == [f"b{i}" for i in range(3, 11)]
+    assert wm["window"][-1]["metadata"] == {"n": 10} and "step 1 " in wm["summary"]
+    bad = app.post("/v1/sessions/batch2/turns/batch", {"user_id": "alice", "turns": [
+        turns[0], {"role": "user", "content": "x" * 2001}]})
+    assert bad.status_code == 422 and "turn 1" in bad.json()["detail"]
+    assert app.post("/v1/sessions/batch2/turns/batch",
+                    {"user_id": "alice", "turns": []}).status_code == 422
+    assert app.redis.wal_read("default:alice:batch2") == []
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [
