@@ -5,16 +5,23 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import ray
 
 from actors.store_owner import vector_store_for
+from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
 from strata.layers.sessions import SessionShardService
+from strata.layers.shard_longterm import MemoryAnswer
 from strata.layers.summarize import make_summarizer
+from strata.models import RecallRequest, Scope
+from strata.recall.late import TokenEmbedder
+from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
+from strata.stores.hot import HotIndexStore
 from strata.stores.redis import RedisStore
 
 __all__ = ["SessionShard", "SessionShardActor"]
@@ -32,19 +39,38 @@ class SessionShard(SessionShardService):
 
         def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
             embedder = make_embedder(parsed)
-            return LongTermMemory(vector_store_for(parsed, embedder.dim, namespace), embedder)
+            tokens = embedder if isinstance(embedder, TokenEmbedder) else None
+            hot = HotIndexStore(vector_store_for(parsed, embedder.dim, namespace),
+                                embedder.dim, tokens=lambda: tokens,
+                                max_bytes=parsed.hot_index_max_bytes,
+                                ttl_s=parsed.hot_index_ttl_s)
+            return LongTermMemory(hot, embedder)
 
         super().__init__(shard_id, parsed, RedisStore(parsed.redis_url, parsed.redis_prefix),
                          make_summarizer(parsed), longterm=longterm)
         self._stop = threading.Event()
-        threading.Thread(target=self._sweeper, args=(sweep_every_s,), daemon=True).start()
+        threading.Thread(target=self._every, args=(sweep_every_s, self._sweep_all),
+                         daemon=True).start()
+        threading.Thread(target=self._every, args=(parsed.hot_persist_every_s,
+                                                   self.persist_hot), daemon=True).start()
 
-    def _sweeper(self, every_s: float) -> None:
+    def _sweep_all(self) -> None:
+        self.sweep()
+        if self._longterm is not None and isinstance(self._longterm.vectors, HotIndexStore):
+            self._longterm.vectors.sweep()
+
+    def _every(self, every_s: float, task: Callable[[], object]) -> None:
         while not self._stop.wait(every_s):
             try:
-                self.sweep()
-            except Exception:  # a failed sweep is retried on the next tick
-                logger.exception("session sweep failed on shard %s", self.shard_id)
+                task()
+            except Exception:  # retried on the next tick; nothing is lost
+                logger.exception("%s failed on shard %s", task.__name__, self.shard_id)
+
+    def serve_recall(self, scope: Scope, request: RecallRequest, embedding: list[Any],
+                     recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
+        """``recall_memory`` with the query's embedding as a Ray object the caller is still
+        computing (``[ref]``: nested, so Ray hands it over unresolved)."""
+        return self.recall_memory(scope, request, lambda: ray.get(embedding[0]), recipe)
 
     def effective_settings(self) -> dict[str, Any]:
         """The settings the running service uses (jobs read the Redis URL from here)."""
@@ -58,10 +84,16 @@ class SessionShard(SessionShardService):
 
     def shutdown(self) -> None:
         self._stop.set()
+        try:
+            self.persist_hot()
+        except StrataError as exc:  # access counts only; every memory is already durable
+            logger.warning("shard %s: pending reinforcement not written: %s", self.shard_id,
+                           exc.detail)
         super().shutdown()
 
 
 # Restartable; calls are not retried (a retried turn could be applied twice — clients
-# retry with the same turn_id instead, which the shard deduplicates).
+# retry with the same turn_id instead, which the shard deduplicates). Threaded: a recall
+# waits for its query embedding without holding up the shard; state is under locks.
 SessionShardActor = ray.remote(max_restarts=-1, max_task_retries=0, num_cpus=0,
-                               max_concurrency=1)(SessionShard)
+                               max_concurrency=8)(SessionShard)

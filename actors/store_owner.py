@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError, RayTaskError
 
+from strata.errors import StrataError, VectorStoreError
 from strata.layers.decay import DecayPolicy, SweepPlan, plan_sweep
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.runtime import open_milvus
@@ -28,7 +30,7 @@ logger = logging.getLogger(__name__)
 OWNER_NAME = "strata-store-owner"
 _CALLABLE = {"ensure_collections", "insert", "upsert", "delete", "delete_scope", "get", "query",
              "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping",
-             "decay_fields", "set_statuses"}
+             "decay_fields", "set_statuses", "scan_scope", "set_payloads"}
 
 
 class StoreOwnerService:
@@ -77,7 +79,15 @@ class RemoteVectorStore:
         self._handle = handle
 
     def _call(self, method: str, *args: Any) -> Any:
-        return ray.get(self._handle.call.remote(method, *args))
+        """One call in the owner; Ray's failures become Strata's errors here."""
+        try:
+            return ray.get(self._handle.call.remote(method, *args))
+        except RayTaskError as exc:
+            if isinstance(exc.cause, StrataError):
+                raise exc.cause from None
+            raise
+        except RayActorError as exc:
+            raise VectorStoreError(f"the vector store owner is unavailable ({exc})") from exc
 
     def ensure_collections(self, dim: int) -> None:
         self._call("ensure_collections", dim)
@@ -96,6 +106,14 @@ class RemoteVectorStore:
 
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
         return list(self._call("get", collection, scope, list(ids)))
+
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        return list(self._call("scan_scope", collection, scope, limit))
+
+    def set_payloads(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        return int(self._call("set_payloads", collection, list(changes)))
 
     def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
               limit: int = 100) -> list[StoredRecord]:
@@ -144,5 +162,8 @@ def start_store_owner(settings: Settings, dim: int, namespace: str | None = None
 def vector_store_for(settings: Settings, dim: int, namespace: str | None = None) -> VectorStore:
     """The vector store a component should use: the owner's proxy (lite) or a direct client."""
     if settings.milvus_is_lite:
-        return RemoteVectorStore(ray.get_actor(OWNER_NAME, namespace=namespace))
+        try:
+            return RemoteVectorStore(ray.get_actor(OWNER_NAME, namespace=namespace))
+        except ValueError as exc:  # not started, or gone for good
+            raise VectorStoreError(f"no vector store owner is running ({exc})") from None
     return open_milvus(settings, dim)

@@ -6,9 +6,10 @@ from typing import Any
 
 from ray import serve
 
-from strata.recall.late import late_scorer
+from strata.recall.late import embed_queries, late_scorer
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
+from strata.stores.ports import QueryEmbedding
 
 
 class EmbedderService:
@@ -36,6 +37,11 @@ class EmbedderService:
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return self.encode_many(texts)
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
+    async def embed_query(self, texts: list[str]) -> list[QueryEmbedding]:
+        """A recall's query: its vector and token vectors from one forward pass."""
+        return embed_queries(self._embedder, texts)
 
 
 EmbedderDeployment = serve.deployment(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import datetime
 from typing import Any
 
 import ray
@@ -28,10 +27,15 @@ from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.layers.knowledge import DocumentIn, ImportReport, KnowledgeBase, ValidationQuestion
 from strata.layers.memories import MemoryCreate, MemoryPatch
+from strata.layers.sessions import TurnAck, TurnIn
+from strata.layers.shard_longterm import MemoryAnswer
 from strata.models import MemoryKind, MemoryStatus, RecallRequest, RecallResponse, Scope
-from strata.recall.recipes import RECIPES
+from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
+from strata.recall.routing import route_query
+from strata.recall.service import LayerCandidates, RecallService, assemble
 from strata.runtime import check_ready
 from strata.settings import Settings
+from strata.stores.ports import QueryEmbedding
 from strata.stores.redis import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -65,15 +69,20 @@ async def _count(request: Request, call_next: Any) -> Any:
     return response
 
 
-class TurnRequest(BaseModel):
+class TurnRequest(TurnIn):
+    user_id: str
+
+
+class TurnBatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: str
-    role: str
-    content: str
-    created_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
+    turns: list[TurnIn] = Field(min_length=1, description="in order; one session's turns")
+
+
+class TurnBatchResponse(BaseModel):
+    session_id: str
+    acks: list[TurnAck]
 
 
 class ImportRequest(BaseModel):
@@ -115,6 +124,16 @@ async def _resolve(ref: Any) -> Any:
         raise BackendUnavailable(f"a session shard is restarting; retry ({exc})") from None
 
 
+def route_query_layers(body: RecallRequest) -> list[str]:
+    """The layers the route will most likely have (the shard decides: it knows whether the
+    session exists); used to start the knowledge search early."""
+    try:
+        return route_query(body.query, list(body.layers or []) or None,
+                           body.session_id is not None).layers
+    except ValueError:
+        return []
+
+
 class IngressService(InspectorRoutes):
     """Routes HTTP to Strata's services."""
 
@@ -129,6 +148,7 @@ class IngressService(InspectorRoutes):
         self._shards = ShardDirectory(settings, self._settings.session_shards, namespace)
         self._dim: int | None = None
         self._kb: KnowledgeBase | None = None
+        self._kb_recall: RecallService | None = None
         self._import_locks: dict[str, asyncio.Lock] = {}
 
     def _principal(self, request: Request) -> Principal:
@@ -194,6 +214,15 @@ class IngressService(InspectorRoutes):
         result: dict[str, Any] = ack.model_dump(mode="json")
         return result
 
+    @api.post("/v1/sessions/{session_id}/turns/batch")
+    async def append_turns(self, session_id: str, body: TurnBatchRequest,
+                           request: Request) -> TurnBatchResponse:
+        """Many turns of one session in order, acknowledged once all are durable."""
+        scope = scope_for(self._principal(request), body.user_id)
+        acks = await _resolve(self._shards.for_scope(scope).append_turns.remote(
+            scope, session_id, body.turns))
+        return TurnBatchResponse(session_id=session_id, acks=acks)
+
     @api.post("/v1/sessions/{session_id}/close")
     async def close_session(self, session_id: str, body: UserRequest,
                             request: Request) -> dict[str, Any]:
@@ -225,6 +254,54 @@ class IngressService(InspectorRoutes):
         scope = scope_for(self._principal(request), body.user_id)
         if body.recipe is not None and body.recipe not in RECIPES:
             raise InvalidInput(f"unknown recipe {body.recipe!r}; one of {sorted(RECIPES)}")
+        recipe = RECIPES[body.recipe] if body.recipe else DEFAULT
+        if recipe.serve_from == "store":
+            response = await self._recall_through_store(scope, body)
+        else:
+            response = await self._recall_hot(scope, body, recipe)
+        self._after_recall(scope, response)
+        metrics.observe_recall(response.timings_ms, response.degraded)
+        return response.model_dump(mode="json")
+
+    async def _recall_hot(self, scope: Scope, body: RecallRequest,
+                          recipe: RecallRecipe) -> RecallResponse:
+        """The fast path: the query embedding and the user's shard run concurrently (the
+        shard answers with the working memory and its scored personal candidates from its
+        hot index); the knowledge base is searched concurrently when the route has it."""
+        embedding = await self._embedder.embed_query.remote(body.query)._to_object_ref()
+        answer_call = self._shards.for_scope(scope).serve_recall.remote(
+            scope, body, [embedding], recipe)
+        knowledge: asyncio.Task[LayerCandidates] | None = None
+        if "knowledge" in route_query_layers(body):  # the shard's route decides; start early
+            knowledge = asyncio.create_task(self._knowledge_candidates(body, embedding, recipe,
+                                                                       scope))
+        answer: MemoryAnswer = await _resolve(answer_call)
+        found = answer.found
+        if "knowledge" in answer.decision.layers:
+            if knowledge is None:
+                knowledge = asyncio.create_task(self._knowledge_candidates(
+                    body, embedding, recipe, scope))
+            kb = await knowledge
+            found = LayerCandidates(candidates=[*found.candidates, *kb.candidates],
+                                    timings_ms={**found.timings_ms, **kb.timings_ms},
+                                    degraded=found.degraded or kb.degraded)
+        elif knowledge is not None:
+            knowledge.cancel()
+        return assemble(body, answer.decision, answer.working, found, recipe,
+                        lambda: answer.most_used)
+
+    async def _knowledge_candidates(self, body: RecallRequest, embedding: Any,
+                                    recipe: RecallRecipe, scope: Scope) -> LayerCandidates:
+        if self._kb_recall is None:
+            info = await self._embedder_info()
+            self._kb_recall = RecallService(vector_store_for(self._settings, int(info["dim"]),
+                                                             self._namespace))
+        query: QueryEmbedding = await embedding
+        return await asyncio.to_thread(self._kb_recall.search_layers, scope, body,
+                                       query.vector, ["knowledge"], recipe)
+
+    async def _recall_through_store(self, scope: Scope, body: RecallRequest) -> RecallResponse:
+        """The previous path (recipe "store"): the Recall deployment searches Milvus."""
         shard = self._shards.for_scope(scope)
         working = None
         if body.session_id:
@@ -240,9 +317,7 @@ class IngressService(InspectorRoutes):
                 raise
             logger.warning("recall degraded: %s", exc)
             response = await self._recall_working_only(scope, body, working)
-        self._after_recall(scope, response)
-        metrics.observe_recall(response.timings_ms, response.degraded)
-        return response.model_dump(mode="json")
+        return response
 
     async def _recall_working_only(self, scope: Scope, body: RecallRequest,
                                    working: Any) -> RecallResponse:
@@ -254,6 +329,17 @@ class IngressService(InspectorRoutes):
                                 working.task_state)
         return RecallResponse(context=builder.render(), items=[], route="degraded",
                               layers=["working"] if working is not None else [], degraded=True)
+
+    async def hot_index_stats(self) -> list[dict[str, Any]]:
+        """Every shard's hot index: users, memories, bytes, loads, evictions."""
+        stats: list[dict[str, Any]] = await asyncio.gather(
+            *(_resolve(h.hot_stats.remote()) for h in self._shards.handles))
+        return stats
+
+    @api.get("/v1/admin/hot-index")
+    async def hot_index(self, request: Request) -> dict[str, Any]:
+        self._principal(request).require_admin()
+        return {"shards": await self.hot_index_stats()}
 
     def _after_recall(self, scope: Scope, response: RecallResponse) -> None:
         """Reinforce what was returned (through the user's shard) and log ids, no text."""

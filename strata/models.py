@@ -196,6 +196,9 @@ class StoredRecord(BaseModel):
     confidence: float = 1.0
     embed_model: str = ""
     payload: dict[str, Any] = Field(default_factory=dict)
+    # episodes: the text's token vectors for late interaction, computed at write time
+    # (``strata.recall.late.pack_tokens``); returned with the vector by ``get``
+    tokens: str | None = None
 
 
 class RecordFilter(BaseModel):

@@ -77,6 +77,16 @@ class Settings(BaseSettings):
     snapshot_every_turns: int = Field(default=3, ge=1)
     snapshot_every_tokens: int = Field(default=500, ge=1)
     max_turn_bytes: int = Field(default=32 * 1024, ge=256)
+    # The hot index: each shard serves its recently recalled users' long-term memory from
+    # process memory (strata/stores/hot.py); Milvus stays the durable store.
+    hot_index_max_bytes: int = Field(default=512 * 2**20, ge=2**20, description=(
+        "per shard: least recently used users leave the index above this estimate"))
+    hot_index_ttl_s: float = Field(default=1800.0, gt=0, description=(
+        "a user idle this long leaves the index"))
+    hot_persist_every_s: float = Field(default=1.0, gt=0, description=(
+        "how often recall reinforcement (access counts) is written to the vector store"))
+    max_batch_turns: int = Field(default=500, ge=1, le=10_000,
+                                 description="most turns in one batch append")
 
     @field_validator("milvus_uri")
     @classmethod

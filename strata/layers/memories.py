@@ -32,6 +32,7 @@ from strata.models import (
     Source,
     utcnow,
 )
+from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Embedder, VectorStore
 
 __all__ = ["LongTermMemory", "MemoryCreate", "MemoryPatch"]
@@ -242,10 +243,12 @@ class LongTermMemory:
         return forgotten
 
     def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
-        """Recall returned these: bump last access and access count (one get and one upsert
-        per collection, vectors reused)."""
-        done = 0
+        """Recall returned these: bump last access and access count — in the hot index at
+        once (persisted in batches), else one get and one upsert per collection."""
         now = utcnow()
+        if isinstance(self.vectors, HotIndexStore):
+            return self.vectors.record_access(scope, memory_ids, now)
+        done = 0
         for collection in COLLECTIONS.values():
             rows = self.vectors.get(collection, scope, memory_ids)
             if not rows:

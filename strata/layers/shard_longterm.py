@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from strata.errors import BackendUnavailable, StrataError
+from strata.errors import BackendUnavailable, NotFound, StrataError
 from strata.extract.base import Candidate, Intent
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
@@ -29,14 +29,25 @@ from strata.layers.decay import (
 )
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
-from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
-from strata.stores.ports import StatusWriter
+from strata.models import MemoryItem, MemoryKind, RecallRequest, Role, Scope, Turn, utcnow
+from strata.recall.recipes import DEFAULT, RecallRecipe
+from strata.recall.routing import RouteDecision
+from strata.recall.scoring import ScoredItem
+from strata.recall.service import (
+    LONG_TERM,
+    LayerCandidates,
+    RecallService,
+    decide_route,
+    select_candidates,
+)
+from strata.stores.hot import HotIndexStore
+from strata.stores.ports import QueryEmbedding, StatusWriter
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
 if TYPE_CHECKING:
-    from strata.layers.sessions import _Entry
+    from strata.layers.sessions import WorkingMemoryView, _Entry
 
-__all__ = ["IntentResult", "LongTermShardOps"]
+__all__ = ["IntentResult", "LongTermShardOps", "MemoryAnswer"]
 
 logger = logging.getLogger(__name__)
 HIGH_GROUP = "extractors"
@@ -48,6 +59,17 @@ class IntentResult(BaseModel):
     deferred: bool = False  # the long-term write failed; a worker will apply it
 
 
+class MemoryAnswer(BaseModel):
+    """A shard's half of a recall: the route, the session's working memory, the scored
+    candidates of the personal layers (from the hot index), and the most-used facts when
+    none of them passes the threshold (``strata.recall.service.assemble``'s last resort)."""
+
+    decision: RouteDecision
+    working: Any = None  # WorkingMemoryView
+    found: LayerCandidates
+    most_used: list[ScoredItem] = Field(default_factory=list)
+
+
 class LongTermShardOps:
     """Mixed into ``SessionShardService``; uses its Redis, sessions and lock."""
 
@@ -57,14 +79,77 @@ class LongTermShardOps:
     _lock: threading.RLock
     _longterm_factory: Callable[[], LongTermMemory] | None
     _longterm: LongTermMemory | None
+    _recall: RecallService | None = None
+    _build_lock = threading.Lock()
 
     @property
     def longterm(self) -> LongTermMemory:
         if self._longterm is None:
             if self._longterm_factory is None:
                 raise BackendUnavailable("this shard has no long-term memory configured")
-            self._longterm = self._longterm_factory()
+            with self._build_lock:  # concurrent calls build the model once
+                if self._longterm is None:
+                    self._longterm = self._longterm_factory()
         return self._longterm
+
+    def view(self, scope: Scope, session_id: str) -> WorkingMemoryView:
+        raise NotImplementedError  # SessionShardService's
+
+    # -- recall: the shard serves its users' long-term memory -------------------------------
+    def recall_memory(self, scope: Scope, request: RecallRequest,
+                      query: Callable[[], QueryEmbedding],
+                      recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
+        """The working memory and the personal layers' candidates for one query. ``query``
+        gives the query's embedding (computed concurrently by the caller; it is asked for
+        only once the user's index is loaded and the route is known)."""
+        working = None
+        if request.session_id:
+            try:
+                working = self.view(scope, request.session_id)
+            except NotFound:
+                working = None
+        decision = decide_route(request, working is not None)
+        try:
+            if self._recall is None:
+                self._recall = RecallService(self.longterm.vectors, parallelism=1)
+            service = self._recall
+            personal = [layer for layer in decision.layers if layer in LONG_TERM]
+            if not personal:
+                return MemoryAnswer(decision=decision, working=working,
+                                    found=LayerCandidates())
+            vectors = self.longterm.vectors
+            hot = vectors if isinstance(vectors, HotIndexStore) else None
+            if hot is not None:
+                hot.warm(scope)
+        except StrataError as exc:  # the durable store is down: degrade, as a layer would
+            logger.warning("recall: the long-term memory of %s is unavailable: %s",
+                           scope.key, exc.detail)
+            return MemoryAnswer(decision=decision, working=working,
+                                found=LayerCandidates(degraded=True))
+        embedded = query()
+        late = None
+        if hot is not None and embedded.tokens is not None and recipe.late_share > 0:
+            late = hot.late_scorer(scope, embedded.tokens)
+        found = service.search_layers(scope, request, embedded.vector, personal, recipe,
+                                      late=late)
+        needs_fallback = not select_candidates(found.candidates, recipe)[0]
+        return MemoryAnswer(decision=decision, working=working, found=found,
+                            most_used=service.most_used(scope) if needs_fallback else [])
+
+    def persist_hot(self) -> int:
+        """Write pending reinforcements of the hot index (the shard calls this every
+        second) and drop users idle past the TTL."""
+        vectors = self._longterm.vectors if self._longterm is not None else None
+        if not isinstance(vectors, HotIndexStore):
+            return 0
+        return vectors.persist_access()
+
+    def hot_stats(self) -> dict[str, Any]:
+        vectors = self._longterm.vectors if self._longterm is not None else None
+        if not isinstance(vectors, HotIndexStore):
+            return {"enabled": False}
+        stats = vectors.stats()
+        return {"enabled": True, "shard": self.shard_id, **stats.__dict__}
 
     def _apply_intents(self, scope: Scope, turn: Turn, wal_from: str,
                        wal_to: str) -> IntentResult:

@@ -15,6 +15,7 @@ cosine.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 import time
@@ -25,11 +26,19 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LateScorer", "TokenCache", "TokenEmbedder", "late_scorer", "maxsim",
-           "token_maxima"]
+from strata.stores.ports import Embedder, QueryEmbedding
+
+__all__ = ["MAX_STORED_TOKENS", "LateScorer", "TokenCache", "TokenEmbedder", "embed_queries",
+           "late_scorer",
+           "maxsim", "pack_tokens", "stored_maxima", "token_maxima", "unpack_tokens"]
 
 # (query, texts) → for every text, the best similarity of each query token
 LateScorer = Callable[[str, Sequence[str]], list[list[float]]]
+
+# A memory's token vectors are stored with it (int8 per component, one float16 scale per
+# token, base64): ~515 characters a token, so the first 120 tokens fit a 64 KB text field.
+MAX_STORED_TOKENS = 120
+_HEADER = np.dtype("<u2")
 
 
 @runtime_checkable
@@ -92,6 +101,56 @@ def token_maxima(embedder: TokenEmbedder, query: str, texts: Sequence[str],
     docs = (cache if cache is not None else embedder).token_vectors(texts)
     return [(q @ d.T).max(axis=1).tolist() if len(d) and len(q) else [0.0] * len(q)
             for d in docs]
+
+
+def embed_queries(embedder: object, texts: Sequence[str]) -> list[QueryEmbedding]:
+    """Each query's pooled vector and token vectors (one forward pass where the embedder
+    offers it; no token vectors from an embedder without them)."""
+    both = getattr(embedder, "encode_with_tokens", None)
+    if both is not None:
+        pooled, tokens = both(list(texts))
+        return [QueryEmbedding(p.tolist(), t) for p, t in zip(pooled, tokens, strict=True)]
+    assert isinstance(embedder, Embedder)
+    pooled = embedder.encode(list(texts))
+    if isinstance(embedder, TokenEmbedder):
+        return [QueryEmbedding(p.tolist(), t)
+                for p, t in zip(pooled, embedder.token_vectors(list(texts)), strict=True)]
+    return [QueryEmbedding(p.tolist()) for p in pooled]
+
+
+def pack_tokens(vectors: npt.NDArray[np.float32]) -> str:
+    """A text's unit token vectors as a compact string: row count, per-row float16 scales,
+    then int8 components (each row scaled by its largest magnitude)."""
+    rows = np.asarray(vectors, dtype=np.float32)[:MAX_STORED_TOKENS]
+    if rows.ndim != 2 or not len(rows):
+        return ""
+    scale = np.abs(rows).max(axis=1)
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    quantized = np.round(rows / scale[:, None] * 127).astype(np.int8)
+    blob = (np.asarray([len(rows), rows.shape[1]], dtype=_HEADER).tobytes()
+            + scale.astype("<f2").tobytes() + quantized.tobytes())
+    return base64.b64encode(blob).decode("ascii")
+
+
+def unpack_tokens(packed: str | bytes) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """``pack_tokens``'s int8 rows and their scales (row = int8 · scale), from the string
+    or from its base64-decoded bytes."""
+    if not packed:
+        return np.zeros((0, 0), dtype=np.int8), np.zeros(0, dtype=np.float32)
+    blob = base64.b64decode(packed) if isinstance(packed, str) else packed
+    n, dim = (int(x) for x in np.frombuffer(blob[:4], dtype=_HEADER))
+    scale = np.frombuffer(blob[4:4 + 2 * n], dtype="<f2").astype(np.float32) / 127.0
+    rows = np.frombuffer(blob[4 + 2 * n:4 + 2 * n + n * dim], dtype=np.int8).reshape(n, dim)
+    return rows, scale
+
+
+def stored_maxima(query: npt.NDArray[np.float32], rows: npt.NDArray[np.int8],
+                  scale: npt.NDArray[np.float32]) -> list[float]:
+    """For each query token, its best cosine against a stored text's token vectors."""
+    if not len(rows) or not len(query):
+        return [0.0] * len(query)
+    sims = (query @ rows.T.astype(np.float32)) * scale[None, :]
+    return [float(x) for x in sims.max(axis=1)]
 
 
 def maxsim(*maxima: Sequence[float]) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 __all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
-           "TURNS_ONLY", "RecallRecipe"]
+           "STORE_PATH", "TURNS_ONLY", "RecallRecipe"]
 
 
 class RecallRecipe(BaseModel):
@@ -44,6 +44,10 @@ class RecallRecipe(BaseModel):
     # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
     late_share: float = Field(default=0.8, ge=0.0, le=1.0)
     late_candidates: int = Field(default=20, ge=1)  # the turns re-scored token by token
+    # where the personal layers are searched: "hot" — the user's shard, from its in-memory
+    # index (strata.stores.hot); "store" — the previous path, Milvus through the Recall
+    # deployment (kept for the recall benchmark's baseline)
+    serve_from: str = Field(default="hot", pattern="^(hot|store)$")
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
@@ -52,6 +56,7 @@ LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0, l
 TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
                           neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
 POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
+STORE_PATH = RecallRecipe(name="store", serve_from="store")  # the default, the previous way
 DEFAULT = HYBRID_RRF
 RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY,
-                                                        TURNS_ONLY, POOLED)}
+                                                        TURNS_ONLY, POOLED, STORE_PATH)}

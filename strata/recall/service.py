@@ -1,17 +1,23 @@
-"""RecallService: route → query layers in parallel → fuse → dedup → fit the budget.
+"""RecallService: route → query layers → fuse → dedup → fit the budget.
 
-Plain class: the Serve deployment awaits the query embedding and the working memory, then
-calls ``recall`` in a thread. Every store call carries the caller's scope (knowledge uses
-the tenant's shared scope).
+Plain class, in two halves so that each runs where its data is: ``search_layers`` scores
+the candidates of some layers over one vector store (a user's shard runs it over its hot
+index for the personal layers; the ingress over Milvus for the knowledge base), and
+``assemble`` fuses every layer's candidates with the working memory into the budgeted
+context. ``recall`` does both in one process (the previous path, and tests). Every store
+call carries the caller's scope (knowledge uses the tenant's shared scope).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from strata.errors import InvalidInput, StrataError
 from strata.extract.exchanges import EXCHANGE
@@ -32,11 +38,12 @@ from strata.recall.context import ContextBuilder, label
 from strata.recall.granularity import fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
-from strata.recall.routing import RouteClassifier, route_query
+from strata.recall.routing import RouteClassifier, RouteDecision, route_query
 from strata.recall.scoring import ScoredItem, dedup, score_hits
 from strata.stores.ports import VectorStore, score_ids
 
-__all__ = ["RecallService", "WorkingSnapshot"]
+__all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "assemble",
+           "decide_route", "select_candidates"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,15 @@ _KIND = {"facts": "fact", "episodes": "episode", "procedures": "procedure",
 LONG_TERM = ("facts", "episodes", "procedures")
 
 WorkingSnapshot = Any  # strata.layers.sessions.WorkingMemoryView (duck-typed to avoid a cycle)
+
+
+class LayerCandidates(BaseModel):
+    """The scored candidates of some layers, how long each layer took, and whether a layer's
+    store was down."""
+
+    candidates: list[ScoredItem] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    degraded: bool = False
 
 
 def _item(layer: str, record: StoredRecord) -> ScoredItem:
@@ -79,10 +95,13 @@ class RecallService:
         self._recipe = recipe
         self._classifier = classifier
         self._late = late  # token-level scoring of episode candidates (strata.recall.late)
-        self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
+        # layers searched in threads (their store calls block); 1: inline (an in-memory index)
+        self._pool = (ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
+                      if parallelism > 1 else None)
 
     def _search(self, layer: str, scope: Scope, request: RecallRequest,
-                vector: list[float], recipe: RecallRecipe) -> list[SearchHit]:
+                vector: list[float], recipe: RecallRecipe,
+                late: LateScorer | None) -> list[SearchHit]:
         collection = _COLLECTION[layer]
         target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
         statuses = ["active", "cold"] if request.include_cold else ["active"]
@@ -100,8 +119,7 @@ class RecallService:
                 return score_ids(self._vectors, collection, target, vector, request.query, ids,
                                  statuses)
 
-            return fuse_granularities(turns, exchanges, fetch, request.query, recipe,
-                                      self._late)
+            return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late)
         hits = self._find(collection, target, request.query, vector, recipe, flt)
         if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}
@@ -125,91 +143,56 @@ class RecallService:
         return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
 
     def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
-               recipe: RecallRecipe, now: datetime) -> tuple[list[ScoredItem], float]:
+               recipe: RecallRecipe, now: datetime, late: LateScorer | None
+               ) -> tuple[list[ScoredItem], float]:
         started = time.perf_counter()
-        hits = [h for h in self._search(layer, scope, request, vector, recipe)
+        hits = [h for h in self._search(layer, scope, request, vector, recipe, late)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
         scored = score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
                             recipe, now)
         return scored, (time.perf_counter() - started) * 1000
 
+    def decide(self, request: RecallRequest, has_session: bool) -> RouteDecision:
+        return decide_route(request, has_session, self._classifier)
+
+    def search_layers(self, scope: Scope, request: RecallRequest, vector: list[float],
+                      layers: Sequence[str], recipe: RecallRecipe | None = None,
+                      now: datetime | None = None, late: LateScorer | None = None
+                      ) -> LayerCandidates:
+        """The scored candidates of the named layers (working memory is not searched);
+        a layer whose store is down marks the result degraded instead of failing it."""
+        recipe = recipe or self._recipe
+        now = now or utcnow()
+        late = late if late is not None else self._late
+        searched = [layer for layer in layers if layer != "working"]
+        futures: dict[str, _Done | Future[tuple[list[ScoredItem], float]]]
+        if self._pool is None or len(searched) < 2:
+            futures = {layer: _Done(self._layer, layer, scope, request, vector, recipe, now,
+                                    late) for layer in searched}
+        else:
+            futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
+                                                recipe, now, late) for layer in searched}
+        found = LayerCandidates()
+        for layer, future in futures.items():
+            try:
+                scored, found.timings_ms[layer] = future.result()
+                found.candidates.extend(scored)
+            except StrataError as exc:  # a store that is down degrades the answer
+                logger.warning("recall layer %s failed: %s", layer, exc.detail)
+                found.degraded = True
+        return found
+
     def recall(self, scope: Scope, request: RecallRequest, vector: list[float],
                working: WorkingSnapshot | None = None,
                recipe: RecallRecipe | None = None) -> RecallResponse:
+        """The whole recall in this process: route, search every routed layer, assemble."""
         recipe = recipe or self._recipe
-        try:
-            decision = route_query(request.query, list(request.layers or []) or None,
-                                   working is not None,
-                                   self._classifier)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-        now = utcnow()
-        searched = [layer for layer in decision.layers if layer != "working"]
-        degraded = False
-        futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
-                                            recipe, now) for layer in searched}
-        candidates: list[ScoredItem] = []
-        timings: dict[str, float] = {}
-        for layer, future in futures.items():
-            try:
-                scored, timings[layer] = future.result()
-                candidates.extend(scored)
-            except StrataError as exc:  # a store that is down degrades the answer
-                logger.warning("recall layer %s failed: %s", layer, exc.detail)
-                degraded = True
-        ranked, relaxed = self._select(candidates, recipe)
-        fallback = False
-        if not ranked and any(layer in LONG_TERM for layer in searched) and not degraded:
-            ranked, fallback = self._most_used(scope, request), True
-        builder = ContextBuilder(request.budget_tokens)
-        if working is not None and "working" in decision.layers:
-            builder.add_working(working.window, working.summary, working.pinned,
-                                working.task_state)
-        added = 0  # the best top_k items that fit the budget (a long one is skipped)
-        covered: set[tuple[str | None, str]] = set()  # source turns already in the context
-        for item in dedup(ranked, recipe.dedup_jaccard):
-            if added == request.top_k:
-                break
-            sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
-            if sources and sources <= covered:
-                continue  # says again what a better item from the same turns said
-            block = "knowledge" if item.layer == "knowledge" else "long_term"
-            if builder.add(block, label(item), item):
-                added += 1
-                covered |= sources
-        items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
-                            created_at=i.created_at, confidence=i.confidence, source=i.source,
-                            provenance=i.provenance) for i in builder.included]
-        debug = None
-        if request.debug:
-            debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
-                     "threshold": recipe.threshold, "recipe": recipe.name,
-                     "context_tokens": builder.tokens(),
-                     "candidates": [c.model_dump(mode="json", include={
-                         "id", "layer", "kind", "text", "score", "parts"})
-                         for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
-        return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
-                              layers=decision.layers, degraded=degraded,
-                              timings_ms={k: round(v, 2) for k, v in timings.items()},
-                              debug=debug)
+        decision = self.decide(request, working is not None)
+        found = self.search_layers(scope, request, vector, decision.layers, recipe)
+        return assemble(request, decision, working, found, recipe,
+                        lambda: self.most_used(scope))
 
-    @staticmethod
-    def _select(candidates: list[ScoredItem], recipe: RecallRecipe
-                ) -> tuple[list[ScoredItem], bool]:
-        """Relevant enough (similarity) and above the score threshold; if nothing passes,
-        relax both once (halved)."""
-        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-
-        def passing(factor: float) -> list[ScoredItem]:
-            return [c for c in ranked if c.score >= recipe.threshold * factor
-                    and c.parts.get("relevance", 0.0) >= recipe.min_similarity * factor]
-
-        passed = passing(1.0)
-        if passed or not ranked:
-            return passed, False
-        return passing(0.5), True
-
-    def _most_used(self, scope: Scope, request: RecallRequest) -> list[ScoredItem]:
+    def most_used(self, scope: Scope) -> list[ScoredItem]:
         """The last resort: the user's most-used active facts."""
         rows = self._vectors.query(Collection.FACTS, scope, RecordFilter(statuses=["active"]),
                                    200)
@@ -218,3 +201,81 @@ class RecallService:
         return [i.model_copy(update={"score": 0.0}) for i in items[:3] if i.access_count > 0]
 
 
+def decide_route(request: RecallRequest, has_session: bool,
+                 classifier: RouteClassifier | None = None) -> RouteDecision:
+    """Which layers the query needs (``strata.recall.routing``)."""
+    try:
+        return route_query(request.query, list(request.layers or []) or None, has_session,
+                           classifier)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+class _Done:
+    """A layer searched inline, with the interface of a future."""
+
+    def __init__(self, fn: Callable[..., tuple[list[ScoredItem], float]], *args: Any) -> None:
+        self._fn, self._args = fn, args
+
+    def result(self) -> tuple[list[ScoredItem], float]:
+        return self._fn(*self._args)
+
+
+def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSnapshot | None,
+             found: LayerCandidates, recipe: RecallRecipe,
+             most_used: Callable[[], list[ScoredItem]]) -> RecallResponse:
+    """Fuse the candidates of every layer into the budgeted context: select (relaxing once),
+    fall back to the most-used facts, dedup, fit the budget, label."""
+    candidates = found.candidates
+    ranked, relaxed = select_candidates(candidates, recipe)
+    fallback = False
+    searched = [layer for layer in decision.layers if layer != "working"]
+    if not ranked and any(layer in LONG_TERM for layer in searched) and not found.degraded:
+        ranked, fallback = most_used(), True
+    builder = ContextBuilder(request.budget_tokens)
+    if working is not None and "working" in decision.layers:
+        builder.add_working(working.window, working.summary, working.pinned,
+                            working.task_state)
+    added = 0  # the best top_k items that fit the budget (a long one is skipped)
+    covered: set[tuple[str | None, str]] = set()  # source turns already in the context
+    for item in dedup(ranked, recipe.dedup_jaccard):
+        if added == request.top_k:
+            break
+        sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
+        if sources and sources <= covered:
+            continue  # says again what a better item from the same turns said
+        block = "knowledge" if item.layer == "knowledge" else "long_term"
+        if builder.add(block, label(item), item):
+            added += 1
+            covered |= sources
+    items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
+                        created_at=i.created_at, confidence=i.confidence, source=i.source,
+                        provenance=i.provenance) for i in builder.included]
+    debug = None
+    if request.debug:
+        debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
+                 "threshold": recipe.threshold, "recipe": recipe.name,
+                 "context_tokens": builder.tokens(),
+                 "candidates": [c.model_dump(mode="json", include={
+                     "id", "layer", "kind", "text", "score", "parts"})
+                     for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
+    return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
+                          layers=decision.layers, degraded=found.degraded,
+                          timings_ms={k: round(v, 2) for k, v in found.timings_ms.items()},
+                          debug=debug)
+
+
+def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
+            ) -> tuple[list[ScoredItem], bool]:
+    """Relevant enough (similarity) and above the score threshold; if nothing passes,
+    relax both once (halved)."""
+    ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
+
+    def passing(factor: float) -> list[ScoredItem]:
+        return [c for c in ranked if c.score >= recipe.threshold * factor
+                and c.parts.get("relevance", 0.0) >= recipe.min_similarity * factor]
+
+    passed = passing(1.0)
+    if passed or not ranked:
+        return passed, False
+    return passing(0.5), True

@@ -120,19 +120,31 @@ class MiniLMEmbedder:
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
         """The model's contextual token vectors of each text, unit length, without the
         [CLS] and [SEP] markers (late interaction, ``strata.recall.late``)."""
+        return self.encode_with_tokens(texts)[1]
+
+    def encode_with_tokens(self, texts: Sequence[str]
+                           ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
+        """``encode`` and ``token_vectors`` of the same texts from one forward pass."""
         if not texts:
-            return []
+            return np.zeros((0, self._dim), dtype=np.float32), []
         try:
             out = self._model.encode(list(texts), batch_size=self._batch_size,
-                                     output_value="token_embeddings", show_progress_bar=False)
+                                     output_value=None, show_progress_bar=False)
         except Exception as exc:  # torch raises many types; translate them all here
             raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
-        vectors = []
-        for tokens in out:
-            matrix = np.asarray(tokens.float().cpu().numpy() if hasattr(tokens, "cpu")
-                                else tokens, dtype=np.float32)
+        pooled, vectors = [], []
+        for features in out:
+            pooled.append(_array(features["sentence_embedding"]))
+            matrix = _array(features["token_embeddings"])  # padded to the batch's longest
+            if "attention_mask" in features:
+                matrix = matrix[:int(_array(features["attention_mask"]).sum())]
             vectors.append(_normalize(matrix[1:-1] if len(matrix) > 2 else matrix))
-        return vectors
+        return _normalize(np.stack(pooled)), vectors
+
+
+def _array(value: Any) -> npt.NDArray[np.float32]:
+    return np.asarray(value.float().cpu().numpy() if hasattr(value, "cpu") else value,
+                      dtype=np.float32)
 
 
 class OpenAIEmbedder:

@@ -95,6 +95,22 @@ class InMemoryVectorStore:
         rows = self._rows(collection, scope)
         return [rows[i].model_copy(deep=True) for i in ids if i in rows]
 
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        return [r.model_copy(deep=True) for r in list(self._rows(collection, scope).values())
+                [:limit]]
+
+    def set_payloads(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        written = 0
+        with self._lock:
+            data = self._data[collection]
+            for key, i, payload in changes:
+                if i in data.get(key, {}):
+                    data[key][i].payload = dict(payload)
+                    written += 1
+        return written
+
     def query(
         self,
         collection: Collection,

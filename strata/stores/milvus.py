@@ -119,6 +119,7 @@ class MilvusVectorStore:
         self._lock = threading.Lock()
         self._dim: int | None = None
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
+        self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
         self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
         with _milvus_errors("connect"):
             self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
@@ -153,6 +154,7 @@ class MilvusVectorStore:
         schema.add_field("confidence", DataType.FLOAT)
         schema.add_field("embed_model", DataType.VARCHAR, max_length=256)
         schema.add_field("payload", DataType.JSON)
+        schema.add_field("tokens", DataType.VARCHAR, max_length=MAX_TEXT, nullable=True)
         schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
                                      input_field_names=["lexical"],
                                      output_field_names=["sparse"]))
@@ -174,6 +176,10 @@ class MilvusVectorStore:
                             f"makes {dim}-d ones; re-embed (jobs.reembed) or use another "
                             "data dir"
                         )
+                    if not self._has_field(alias, "tokens"):
+                        self._no_tokens.add(alias)
+                        logger.warning("collection %s predates stored token vectors: the "
+                                       "hot index encodes them when it loads a user", alias)
                     if not self._has_field(alias, "lexical"):
                         self._legacy.add(alias)
                         logger.warning("collection %s predates stemmed BM25 (no `lexical` "
@@ -222,6 +228,8 @@ class MilvusVectorStore:
         }
         if collection is None or self.name(collection) not in self._legacy:
             row["lexical"] = normalize(record.text)
+        if collection is None or self.name(collection) not in self._no_tokens:
+            row["tokens"] = record.tokens or ""
         return row
 
     def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
@@ -302,14 +310,27 @@ class MilvusVectorStore:
         """Records by id, with their vectors (so an update need not re-embed)."""
         if not ids:
             return []
-        expr = self._expr(scope, RecordFilter(ids=list(ids)))
+        return self._full(collection, scope, self._expr(scope, RecordFilter(ids=list(ids))),
+                          len(ids))
+
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        """Every record of the scope, with vectors and token vectors (a hot-index load)."""
+        return self._full(collection, scope, self._expr(scope, None), limit)
+
+    def _full(self, collection: Collection, scope: Scope, expr: str,
+              limit: int) -> list[StoredRecord]:
+        fields = [*_OUTPUT, "dense"]
+        if self.name(collection) not in self._no_tokens:
+            fields.append("tokens")
         with _milvus_errors("get"):
             rows = self._client.query(self.name(collection), filter=expr,
-                                      output_fields=[*_OUTPUT, "dense"], limit=len(ids))
+                                      output_fields=fields, limit=limit)
         records = []
         for row in rows:
             record = self._record(scope, row)
             record.vector = [float(x) for x in row["dense"]]
+            record.tokens = row.get("tokens") or None
             records.append(record)
         return records
 
@@ -426,6 +447,18 @@ class MilvusVectorStore:
         if not rows:
             return 0
         with _milvus_errors("set statuses"):
+            self._client.upsert(self.name(collection), rows, partial_update=True)
+        self._after_write(collection, len(rows))
+        return len(rows)
+
+    def set_payloads(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        """A partial upsert of ``payload`` alone (reinforcement: access counts and times)."""
+        rows = [{"pk": f"{scope}|{rid}", "scope": scope, "payload": payload}
+                for scope, rid, payload in changes]
+        if not rows:
+            return 0
+        with _milvus_errors("set payloads"):
             self._client.upsert(self.name(collection), rows, partial_update=True)
         self._after_write(collection, len(rows))
         return len(rows)

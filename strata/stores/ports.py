@@ -15,10 +15,19 @@ import numpy.typing as npt
 
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
-__all__ = ["DecayFields", "DecayScan", "Embedder", "StatusWriter", "VectorStore",
+__all__ = ["DecayFields", "DecayScan", "Embedder", "QueryEmbedding", "StatusWriter",
+           "VectorStore",
            "complete_parts", "cosine", "fuse_rrf", "score_ids"]
 
 RRF_K = 60
+
+
+class QueryEmbedding(NamedTuple):
+    """A query's pooled vector and, when the embedder has them, its token vectors (unit
+    rows, for late interaction)."""
+
+    vector: list[float]
+    tokens: npt.NDArray[np.float32] | None = None
 
 
 @runtime_checkable
@@ -52,7 +61,17 @@ class VectorStore(Protocol):
     def delete_scope(self, collection: Collection, scope: Scope) -> int: ...
 
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
-        """Records by id, vectors included."""
+        """Records by id, vectors (and stored token vectors) included."""
+        ...
+
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        """Every record of the scope as ``get`` returns it (a hot-index load)."""
+        ...
+
+    def set_payloads(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        """Rewrite the payload alone of rows named by (scope key, id); returns how many."""
         ...
 
     def query(

@@ -11,6 +11,7 @@ import pytest
 from strata.errors import Conflict, InvalidInput
 from strata.models import Collection, RecordFilter, Scope, StoredRecord
 from strata.stores.embedders import HashEmbedder
+from strata.stores.hot import HotIndexStore
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
 from strata.stores.ports import VectorStore, cosine, score_ids
@@ -26,15 +27,19 @@ def rec(rid: str, text: str, status: str = "active", created: float = 1.0, **pay
                         embed_model=EMB.model_id, payload=dict(payload))
 
 
-@pytest.fixture(scope="module", params=["memory", "milvus-lite"])
+@pytest.fixture(scope="module", params=["memory", "milvus-lite", "hot/memory",
+                                        "hot/milvus-lite"])
 def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[VectorStore]:
-    if request.param == "memory":
+    """The double, real milvus-lite, and the shard's hot index over each of them."""
+    if request.param.endswith("/memory") or request.param == "memory":
         impl: VectorStore = InMemoryVectorStore()
     else:
         path = tmp_path_factory.mktemp("milvus") / "m.db"
         impl = MilvusVectorStore(str(path), prefix="c_",
                                  flush_policy=FlushPolicy(max_unflushed_rows=10_000))
+    if request.param.startswith("hot/"):
+        impl = HotIndexStore(impl, EMB.dim, tokens=lambda: EMB)
     impl.ensure_collections(EMB.dim)
     yield impl
     impl.close()

@@ -1,0 +1,440 @@
+"""The hot index: the long-term memory of each recently served user, in its shard's memory.
+
+``HotIndexStore`` is a write-through ``VectorStore`` over the durable one (Milvus, directly
+or through the StoreOwner). A session shard is the single writer of its users' long-term
+memory, so every write of a user passes through the shard's ``HotIndexStore``: it goes to
+the durable store first and, once that succeeded, to the user's ``HotTable``s. Reads of the
+personal collections (facts, episodes, procedures) are served from the tables; the first
+touch of a user loads all three from the durable store once (``scan_scope``), vectors and
+token vectors included, so a cold load encodes nothing. The knowledge base passes through.
+
+What is computed at write time: the vector (by the writer, as before), the BM25 terms, and
+an episode's token vectors for late interaction (``strata.recall.late``), which are also
+persisted with the row, so a shard restarted elsewhere rebuilds users lazily by reading.
+
+Reinforcement (``record_access``) changes access counts in the table at once and marks the
+rows; ``persist_access`` writes the marked rows' payloads as partial updates in one call
+per collection (the shard runs it every second and before a user leaves the index).
+
+Users leave the index least recently used first when the estimated bytes pass
+``max_bytes``, and when idle for ``ttl_s``. Milvus remains the source of truth: an evicted
+or restarted index loses nothing but time.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
+from strata.stores.hot_table import HotTable
+from strata.stores.ports import DecayFields, StatusWriter, VectorStore
+
+__all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore"]
+
+logger = logging.getLogger(__name__)
+HOT_COLLECTIONS = (Collection.FACTS, Collection.EPISODES, Collection.PROCEDURES)
+LATE_COLLECTIONS = (Collection.EPISODES,)  # what late interaction re-scores
+
+
+@dataclass
+class _User:
+    tables: dict[Collection, HotTable]
+    last_used: float
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tables.values())
+
+    @property
+    def memories(self) -> int:
+        return sum(len(t) for t in self.tables.values())
+
+
+@dataclass
+class HotIndexStats:
+    """What the index holds now and what it has done (for metrics and the benchmark)."""
+
+    users: int = 0
+    memories: int = 0
+    bytes: int = 0
+    max_bytes: int = 0
+    loads: int = 0
+    evictions: int = 0
+    hits: int = 0
+    pending_access: int = 0
+    load_ms: list[float] = field(default_factory=list)
+
+
+class HotIndexStore:
+    """See the module docstring. ``tokens`` gives the embedder whose token vectors late
+    interaction uses (None: no late interaction data)."""
+
+    def __init__(self, inner: VectorStore, dim: int,
+                 tokens: Callable[[], TokenEmbedder | None] | None = None,
+                 max_bytes: int = 512 * 2**20, ttl_s: float = 1800.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.inner = inner
+        self._dim = dim
+        self._tokens = tokens
+        self._max_bytes = max_bytes
+        self._ttl = ttl_s
+        self._clock = clock
+        self._users: OrderedDict[str, _User] = OrderedDict()
+        self._pending: dict[tuple[Collection, str], set[str]] = {}
+        self._write = threading.RLock()  # durable write + apply, loads, persistence
+        self._index = threading.Lock()   # the tables themselves (held briefly)
+        self._stats = HotIndexStats(max_bytes=max_bytes)
+
+    # -- the index ----------------------------------------------------------------------
+    def _user(self, scope: Scope) -> _User:
+        """The user's tables, loaded from the durable store on a miss."""
+        with self._index:
+            user = self._users.get(scope.key)
+            if user is not None:
+                self._users.move_to_end(scope.key)
+                user.last_used = self._clock()
+                self._stats.hits += 1
+                return user
+        with self._write:
+            with self._index:
+                user = self._users.get(scope.key)
+                if user is not None:
+                    return user
+            started = time.perf_counter()
+            tables = {c: self._load(c, scope) for c in HOT_COLLECTIONS}
+            user = _User(tables, self._clock())
+            with self._index:
+                self._users[scope.key] = user
+                self._stats.loads += 1
+                self._stats.load_ms = [*self._stats.load_ms[-99:],
+                                       (time.perf_counter() - started) * 1000]
+            self._evict(keep=scope.key)
+            return user
+
+    def _load(self, collection: Collection, scope: Scope) -> HotTable:
+        table = HotTable(self._dim)
+        records = self.inner.scan_scope(collection, scope)
+        missing = [r for r in records if collection in LATE_COLLECTIONS and not r.tokens]
+        encoded = self._encode_tokens([r.text for r in missing])
+        if missing and encoded:
+            logger.info("encoded token vectors of %d stored %s of %s (stored before they "
+                        "were persisted)", len(missing), collection.value, scope.key)
+            for record, packed in zip(missing, encoded, strict=True):
+                record.tokens = packed
+        for record in records:
+            table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens))
+        return table
+
+    def _encode_tokens(self, texts: Sequence[str]) -> list[str] | None:
+        embedder = self._tokens() if self._tokens is not None and texts else None
+        if embedder is None:
+            return None
+        return [pack_tokens(v) for v in embedder.token_vectors(list(texts))]
+
+    def _evict(self, keep: str) -> None:
+        """Least recently used users out while over the byte cap; idle ones past the TTL."""
+        now = self._clock()
+        with self._index:
+            total = sum(u.nbytes for u in self._users.values())
+            doomed = []
+            for key, user in self._users.items():
+                if key == keep:
+                    continue
+                if total > self._max_bytes or now - user.last_used > self._ttl:
+                    doomed.append(key)
+                    total -= user.nbytes
+        for key in doomed:
+            self._persist({k: v for k, v in self._pending.items() if k[1] == key})
+            with self._index:
+                self._users.pop(key, None)
+                self._stats.evictions += 1
+
+    def sweep(self) -> int:
+        """Drop users idle past the TTL (the shard calls this periodically)."""
+        with self._write:
+            before = len(self._users)
+            self._evict(keep="")
+            return before - len(self._users)
+
+    def stats(self) -> HotIndexStats:
+        with self._index:
+            users = list(self._users.values())
+            return HotIndexStats(
+                users=len(users), memories=sum(u.memories for u in users),
+                bytes=sum(u.nbytes for u in users), max_bytes=self._max_bytes,
+                loads=self._stats.loads, evictions=self._stats.evictions,
+                hits=self._stats.hits, pending_access=sum(len(v) for v in self._pending.values()),
+                load_ms=list(self._stats.load_ms))
+
+    def is_hot(self, scope: Scope) -> bool:
+        return scope.key in self._users
+
+    def warm(self, scope: Scope) -> None:
+        """Load the user now if not in the index (a recall does this before it needs the
+        query's vector)."""
+        self._user(scope)
+
+    def late_scorer(self, scope: Scope, query_tokens: Any
+                    ) -> Callable[[str, Sequence[str]], list[list[float]]]:
+        """Late interaction from the stored token vectors of this user's episodes (looked
+        up by text; a text the index does not know, e.g. a merged pair, is encoded)."""
+        table = self._user(scope).tables[Collection.EPISODES]
+
+        def score(_query: str, texts: Sequence[str]) -> list[list[float]]:
+            with self._index:
+                blobs = [table.tokens_for_text(t) for t in texts]
+            unknown = [t for t, b in zip(texts, blobs, strict=True) if b is None]
+            fresh = iter(self._encode_tokens(unknown) or [""] * len(unknown))
+            out = []
+            for blob in blobs:
+                rows, scale = unpack_tokens(blob if blob is not None else next(fresh))
+                out.append(stored_maxima(query_tokens, rows, scale))
+            return out
+
+        return score
+
+    # -- writes (durable first, then the table) -----------------------------------------
+    def _with_tokens(self, collection: Collection, scope: Scope,
+                     records: Sequence[StoredRecord]) -> list[StoredRecord]:
+        """Records to write, each episode with its token vectors: kept from the indexed
+        row when the text is unchanged, else encoded (in one batch)."""
+        if collection not in LATE_COLLECTIONS:
+            return list(records)
+        table = self._user(scope).tables[collection]
+        out, todo = [], []
+        for record in records:
+            if record.tokens:
+                out.append(record)
+                continue
+            known = table.record(record.id)
+            blob = table.tokens_of(record.id) if known and known.text == record.text else None
+            if blob is None:
+                blob = table.tokens_for_text(record.text)
+            packed = base64.b64encode(blob).decode("ascii") if blob else None
+            out.append(record.model_copy(update={"tokens": packed}))
+            if packed is None:
+                todo.append(len(out) - 1)
+        encoded = self._encode_tokens([out[i].text for i in todo]) or []
+        for i, packed in zip(todo, encoded, strict=False):
+            out[i] = out[i].model_copy(update={"tokens": packed})
+        return out
+
+    def _apply(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        user = self._users.get(scope.key)
+        if user is None:
+            return
+        with self._index:
+            table = user.tables[collection]
+            for record in records:
+                table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens))
+
+    def _write_records(self, collection: Collection, scope: Scope,
+                       records: Sequence[StoredRecord],
+                       write: Callable[[Collection, Scope, Sequence[StoredRecord]], None]
+                       ) -> None:
+        if collection not in HOT_COLLECTIONS:
+            write(collection, scope, records)
+            return
+        with self._write:
+            ready = self._with_tokens(collection, scope, records)
+            write(collection, scope, ready)
+            self._user(scope)
+            self._apply(collection, scope, ready)
+
+    def insert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        self._write_records(collection, scope, records, self.inner.insert)
+
+    def upsert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        self._write_records(collection, scope, records, self.inner.upsert)
+
+    def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
+        with self._write:
+            removed = self.inner.delete(collection, scope, ids)
+            user = self._users.get(scope.key)
+            if user is not None and collection in HOT_COLLECTIONS:
+                with self._index:
+                    user.tables[collection].delete(ids)
+                    self._pending.get((collection, scope.key), set()).difference_update(ids)
+            return removed
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int:
+        with self._write:
+            removed = self.inner.delete_scope(collection, scope)
+            with self._index:
+                user = self._users.get(scope.key)
+                if user is not None and collection in HOT_COLLECTIONS:
+                    user.tables[collection] = HotTable(self._dim)
+                self._pending.pop((collection, scope.key), None)
+            return removed
+
+    def set_statuses(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, str]]) -> int:
+        if not isinstance(self.inner, StatusWriter):
+            raise TypeError("the durable store cannot update statuses")
+        with self._write:
+            written = self.inner.set_statuses(collection, changes)
+            with self._index:
+                for key, rid, status in changes:
+                    user = self._users.get(key)
+                    if user is not None and collection in HOT_COLLECTIONS:
+                        user.tables[collection].replace_fields(rid, status=status)
+            return written
+
+    def decay_fields(self, collection: Collection,
+                     keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
+        if not isinstance(self.inner, StatusWriter):
+            raise TypeError("the durable store cannot read decay fields")
+        self.persist_access()  # the decay rule reads last access times
+        return self.inner.decay_fields(collection, keys)
+
+    def set_payloads(self, collection: Collection,
+                     changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        with self._write:
+            written = self.inner.set_payloads(collection, changes)
+            with self._index:
+                for key, rid, payload in changes:
+                    user = self._users.get(key)
+                    if user is not None and collection in HOT_COLLECTIONS:
+                        user.tables[collection].replace_fields(rid, payload=dict(payload))
+            return written
+
+    # -- reinforcement ------------------------------------------------------------------
+    def record_access(self, scope: Scope, ids: Sequence[str], at: datetime) -> int:
+        """Recall returned these: access count + 1 and the access time, in the table now;
+        persisted by ``persist_access``."""
+        user = self._user(scope)
+        done = 0
+        with self._index:
+            for collection in HOT_COLLECTIONS:
+                table = user.tables[collection]
+                for rid in ids:
+                    record = table.record(rid)
+                    if record is None:
+                        continue
+                    payload = {**record.payload,
+                               "access_count": int(record.payload.get("access_count", 0)) + 1,
+                               "last_access_at": at.isoformat()}
+                    table.replace_fields(rid, payload=payload)
+                    self._pending.setdefault((collection, scope.key), set()).add(rid)
+                    done += 1
+        return done
+
+    def persist_access(self) -> int:
+        """Write the reinforced rows' payloads (partial updates, one call per collection)."""
+        with self._write:
+            with self._index:
+                pending, self._pending = self._pending, {}
+            return self._persist(pending)
+
+    def _persist(self, pending: dict[tuple[Collection, str], set[str]]) -> int:
+        by_collection: dict[Collection, list[tuple[str, str, dict[str, Any]]]] = {}
+        with self._index:
+            for (collection, key), ids in pending.items():
+                self._pending.pop((collection, key), None)
+                user = self._users.get(key)
+                if user is None:
+                    continue
+                for rid in ids:
+                    record = user.tables[collection].record(rid)
+                    if record is not None:
+                        by_collection.setdefault(collection, []).append(
+                            (key, rid, record.payload))
+        written = 0
+        for collection, changes in by_collection.items():
+            try:
+                written += self.inner.set_payloads(collection, changes)
+            except Exception:
+                with self._index:  # kept for the next round; nothing is lost
+                    for key, rid, _ in changes:
+                        self._pending.setdefault((collection, key), set()).add(rid)
+                raise
+        return written
+
+    # -- reads ----------------------------------------------------------------------------
+    def _table(self, collection: Collection, scope: Scope) -> HotTable | None:
+        return self._user(scope).tables[collection] if collection in HOT_COLLECTIONS else None
+
+    def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.get(collection, scope, ids)
+        with self._index:
+            return [r for r in (table.record(i, with_vector=True) for i in ids) if r is not None]
+
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.scan_scope(collection, scope, limit)
+        with self._index:
+            return [r for r in (table.record(i, with_vector=True)
+                                for i in table.ids()[:limit]) if r is not None]
+
+    def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
+              limit: int = 100) -> list[StoredRecord]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.query(collection, scope, flt, limit)
+        with self._index:
+            return table.filtered(flt, limit)
+
+    def count(self, collection: Collection, scope: Scope) -> int:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.count(collection, scope)
+        return len(table)
+
+    def search_dense(self, collection: Collection, scope: Scope, vector: Sequence[float],
+                     k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.search_dense(collection, scope, vector, k, flt)
+        with self._index:
+            return table.search_dense(vector, k, flt)
+
+    def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
+                       flt: RecordFilter | None = None) -> list[SearchHit]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.search_lexical(collection, scope, text, k, flt)
+        with self._index:
+            return table.search_lexical(text, k, flt)
+
+    def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
+                      text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
+        table = self._table(collection, scope)
+        if table is None:
+            return self.inner.search_hybrid(collection, scope, vector, text, k, flt)
+        with self._index:
+            return table.search_hybrid(vector, text, k, flt)
+
+    # -- pass-through ---------------------------------------------------------------------
+    def ensure_collections(self, dim: int) -> None:
+        self.inner.ensure_collections(dim)
+
+    def flush(self, collection: Collection | None = None) -> None:
+        self.persist_access()
+        self.inner.flush(collection)
+
+    def ping(self) -> None:
+        self.inner.ping()
+
+    def close(self) -> None:
+        self.persist_access()
+        self.inner.close()
+
+
+def _raw(packed: str | None) -> bytes | None:
+    return base64.b64decode(packed) if packed else None
