@@ -20,7 +20,7 @@ from strata.models import RecallRequest, Scope
 from strata.recall.late import TokenEmbedder
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
-from strata.stores.embedders import make_embedder
+from strata.stores.embedders import MiniLMEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.redis import RedisStore
 
@@ -39,6 +39,8 @@ class SessionShard(SessionShardService):
 
         def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
             embedder = make_embedder(parsed)
+            if isinstance(embedder, MiniLMEmbedder):  # vectors and token vectors in one pass
+                embedder = WriteEmbedder(embedder)
             tokens = embedder if isinstance(embedder, TokenEmbedder) else None
             hot = HotIndexStore(vector_store_for(parsed, embedder.dim, namespace),
                                 embedder.dim, tokens=lambda: tokens,

@@ -6,7 +6,9 @@ import hashlib
 import logging
 import os
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +20,8 @@ from strata.errors import EmbedderError, InvalidInput
 from strata.settings import Settings
 from strata.stores.ports import Embedder
 
-__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "make_embedder"]
+__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "WriteEmbedder",
+           "make_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +210,44 @@ class OpenAIEmbedder:
             raise EmbedderError(f"endpoint returned {matrix.shape[1]}-d vectors, "
                                 f"STRATA_OPENAI_EMBED_DIM says {self._dim}")
         return _normalize(matrix)
+
+
+class WriteEmbedder:
+    """The write path's embedder: a memory's vector and its token vectors from one forward
+    pass. ``encode`` keeps the token vectors of the texts it just encoded, and
+    ``token_vectors`` (asked next for the same texts, by the hot index) returns them."""
+
+    def __init__(self, inner: MiniLMEmbedder, keep: int = 512) -> None:
+        self._inner = inner
+        self._keep = keep
+        self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        pooled, tokens = self._inner.encode_with_tokens(texts)
+        with self._lock:
+            for text, vectors in zip(texts, tokens, strict=True):
+                self._recent[text] = vectors
+                self._recent.move_to_end(text)
+            while len(self._recent) > self._keep:
+                self._recent.popitem(last=False)
+        return pooled
+
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        with self._lock:
+            found = {t: self._recent.pop(t) for t in texts if t in self._recent}
+        missing = [t for t in texts if t not in found]
+        if missing:
+            found.update(zip(missing, self._inner.token_vectors(missing), strict=True))
+        return [found[t] for t in texts]
 
 
 def make_embedder(settings: Settings) -> Embedder:

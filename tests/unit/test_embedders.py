@@ -10,7 +10,7 @@ import pytest
 
 from strata.errors import EmbedderError
 from strata.recall.late import late_scorer, maxsim
-from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, OpenAIEmbedder
+from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, OpenAIEmbedder, WriteEmbedder
 from strata.tokens import count_tokens
 
 
@@ -107,3 +107,12 @@ def test_token_counter() -> None:
     assert count_tokens("我住在北京") == 5
     assert count_tokens("hello world") >= 2
     assert count_tokens("a" * 400) == 100
+
+
+def test_the_write_embedder_gives_both_from_one_pass(minilm: MiniLMEmbedder) -> None:
+    texts = ["I signed up for a pottery class", "我住在北京"]
+    paired = WriteEmbedder(minilm)
+    assert np.allclose(paired.encode(texts), minilm.encode(texts), atol=1e-5)
+    for kept, direct in zip(paired.token_vectors(texts), minilm.token_vectors(texts),
+                            strict=True):
+        assert kept.shape == direct.shape and np.allclose(kept, direct, atol=1e-4)
