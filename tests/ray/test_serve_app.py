@@ -252,6 +252,44 @@ def test_recall_over_http_routes_budget_debug_and_metrics(app: App) -> None:
         assert name in text, name
 
 
+def test_the_hot_path_matches_the_store_path_and_survives_a_killed_shard(app: App) -> None:
+    """The shard's hot index answers what the previous path (recipe "store", Milvus through
+    the Recall deployment) answers; a SIGKILLed shard rebuilds the user lazily from Milvus;
+    reinforcement reaches Milvus without a recall touching it."""
+    for text in ("I adopted a cat named Miso in March", "We repainted the kitchen yellow",
+                 "My sister visits every Sunday", "I run 5 km before work"):
+        assert app.post("/v1/users/hana/memories", {"kind": "episode", "text": text}
+                        ).status_code == 200
+    query = {"user_id": "hana", "query": "what is the name of my cat?",
+             "layers": ["facts", "episodes"]}
+    hot = app.post("/v1/recall", query).json()
+    old = app.post("/v1/recall", {**query, "recipe": "store"}).json()
+    assert hot["items"] and "Miso" in hot["items"][0]["text"]
+    assert [i["id"] for i in hot["items"]] == [i["id"] for i in old["items"]]
+    stats = httpx.get(f"{app.base}/v1/admin/hot-index", headers=AUTH, timeout=30).json()
+    assert sum(s["users"] for s in stats["shards"]) >= 1
+    for i in range(2):
+        os.kill(ray.get(ray.get_actor(shard_name(i), namespace=main.NAMESPACE).pid.remote()),
+                signal.SIGKILL)
+    deadline = time.monotonic() + 90
+    while True:
+        resp = app.post("/v1/recall", query)
+        if resp.status_code == 200:
+            break
+        assert resp.status_code == 503 and time.monotonic() < deadline
+        time.sleep(0.2)
+    assert [i["id"] for i in resp.json()["items"]] == [i["id"] for i in hot["items"]]
+    deadline = time.monotonic() + 30  # persisted within a second or so, not per recall
+    while True:
+        listed = httpx.get(f"{app.base}/v1/users/hana/memories", params={"kind": "episode"},
+                           headers=AUTH, timeout=30).json()["memories"]
+        cat = next(m for m in listed if "Miso" in m["text"])
+        if cat["access_count"] >= 1:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+
+
 def test_knowledge_import_versions_and_validation_over_http(app: App) -> None:
     p1 = "Returns are accepted within 14 days of delivery if the item is unused. " * 5
     p2 = "Express shipping costs 9 euros and arrives the next working day. " * 5
