@@ -8,6 +8,8 @@ street addresses (English and Chinese).
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Callable
 
@@ -83,6 +85,7 @@ def find_pii(text: str) -> list[PiiFinding]:
     return sorted(found, key=lambda f: f.start)
 
 
+@functools.lru_cache(maxsize=16_384)  # recall redacts the same memories query after query
 def redact(text: str) -> str:
     """The text with each sensitive span replaced by ``[REDACTED:<kind>]``."""
     out, last = [], 0

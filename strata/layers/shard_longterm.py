@@ -131,7 +131,8 @@ class LongTermShardOps:
         if hot is not None and embedded.tokens is not None and recipe.late_share > 0:
             late = hot.late_scorer(scope, embedded.tokens)
         found = service.search_layers(scope, request, embedded.vector, personal, recipe,
-                                      late=late)
+                                      late=late,
+                                      terms_of=hot.terms_of(scope) if hot is not None else None)
         needs_fallback = not select_candidates(found.candidates, recipe)[0]
         return MemoryAnswer(decision=decision, working=working, found=found,
                             most_used=service.most_used(scope) if needs_fallback else [])

@@ -30,7 +30,7 @@ spending two items on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -85,9 +85,12 @@ def _named_speaker(query: str, units: Iterable[_Unit]) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-def _coverage(terms: set[str], text: str) -> float:
+TermsOf = Callable[[str], "Collection[str]"]  # a text's index terms (``tokenize``)
+
+
+def _coverage(terms: set[str], text: str, terms_of: TermsOf) -> float:
     """The share of the query's distinct terms that ``text`` contains."""
-    return len(terms & set(tokenize(text))) / len(terms) if terms else 0.0
+    return len(terms & set(terms_of(text))) / len(terms) if terms else 0.0
 
 
 def _happened_in(record: StoredRecord, periods: Sequence[Period]) -> bool:
@@ -169,22 +172,23 @@ def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
 
 def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
                        fetch: Callable[[list[str]], list[SearchHit]], query: str,
-                       recipe: RecallRecipe, late: LateScorer | None = None
-                       ) -> list[SearchHit]:
+                       recipe: RecallRecipe, late: LateScorer | None = None,
+                       terms_of: TermsOf = tokenize) -> list[SearchHit]:
     """Turn-level hits (some merged with their neighbour), best first. ``fetch`` scores the
     named turns (both raw similarities) that only an exchange found; ``late``, if given,
-    re-scores the best turns token by token (see the module's docstring)."""
+    re-scores the best turns token by token (see the module's docstring); ``terms_of``
+    gives a text's terms (an index that stored them at write time saves tokenizing)."""
     hits = {h.record.id: h for h in turn_hits}
     missing = sorted({m for h in exchange_hits for m in _members(h.record)} - hits.keys())
     if missing:
         hits.update({h.record.id: h for h in fetch(missing)
                      if float(h.record.payload.get("weight", 1.0)) > 0})
-    names = {t for h in hits.values() for t in tokenize(_speaker(h.record))}
+    names = {t for name in {_speaker(h.record) for h in hits.values()} for t in tokenize(name)}
     terms = set(tokenize(query)) - names
-    units = {rid: _Unit(h.record, dict(h.parts), _coverage(terms, h.record.text))
+    units = {rid: _Unit(h.record, dict(h.parts), _coverage(terms, h.record.text, terms_of))
              for rid, h in hits.items()}
     exchanges = [_Exchange(h.record, _members(h.record), dict(h.parts),
-                           _coverage(terms, h.record.text)) for h in exchange_hits]
+                           _coverage(terms, h.record.text, terms_of)) for h in exchange_hits]
     asked_about = _named_speaker(query, units.values())
     periods = mentioned_periods(query) if recipe.time_boost > 0 else []
     everything, best = _rank(units, exchanges, asked_about, periods, recipe)

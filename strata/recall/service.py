@@ -35,11 +35,12 @@ from strata.models import (
     utcnow,
 )
 from strata.recall.context import ContextBuilder, label
-from strata.recall.granularity import fuse_granularities
+from strata.recall.granularity import TermsOf, fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
 from strata.recall.scoring import ScoredItem, dedup, score_hits
+from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
 __all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "assemble",
@@ -101,7 +102,7 @@ class RecallService:
 
     def _search(self, layer: str, scope: Scope, request: RecallRequest,
                 vector: list[float], recipe: RecallRecipe,
-                late: LateScorer | None) -> list[SearchHit]:
+                late: LateScorer | None, terms_of: TermsOf | None) -> list[SearchHit]:
         collection = _COLLECTION[layer]
         target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
         statuses = ["active", "cold"] if request.include_cold else ["active"]
@@ -119,7 +120,8 @@ class RecallService:
                 return score_ids(self._vectors, collection, target, vector, request.query, ids,
                                  statuses)
 
-            return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late)
+            return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
+                                      terms_of or tokenize)
         hits = self._find(collection, target, request.query, vector, recipe, flt)
         if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}
@@ -143,10 +145,10 @@ class RecallService:
         return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
 
     def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
-               recipe: RecallRecipe, now: datetime, late: LateScorer | None
-               ) -> tuple[list[ScoredItem], float]:
+               recipe: RecallRecipe, now: datetime, late: LateScorer | None,
+               terms_of: TermsOf | None) -> tuple[list[ScoredItem], float]:
         started = time.perf_counter()
-        hits = [h for h in self._search(layer, scope, request, vector, recipe, late)
+        hits = [h for h in self._search(layer, scope, request, vector, recipe, late, terms_of)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
         scored = score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
                             recipe, now)
@@ -157,10 +159,11 @@ class RecallService:
 
     def search_layers(self, scope: Scope, request: RecallRequest, vector: list[float],
                       layers: Sequence[str], recipe: RecallRecipe | None = None,
-                      now: datetime | None = None, late: LateScorer | None = None
-                      ) -> LayerCandidates:
+                      now: datetime | None = None, late: LateScorer | None = None,
+                      terms_of: TermsOf | None = None) -> LayerCandidates:
         """The scored candidates of the named layers (working memory is not searched);
-        a layer whose store is down marks the result degraded instead of failing it."""
+        a layer whose store is down marks the result degraded instead of failing it.
+        ``late`` and ``terms_of`` come from an index that computed them at write time."""
         recipe = recipe or self._recipe
         now = now or utcnow()
         late = late if late is not None else self._late
@@ -168,10 +171,11 @@ class RecallService:
         futures: dict[str, _Done | Future[tuple[list[ScoredItem], float]]]
         if self._pool is None or len(searched) < 2:
             futures = {layer: _Done(self._layer, layer, scope, request, vector, recipe, now,
-                                    late) for layer in searched}
+                                    late, terms_of) for layer in searched}
         else:
             futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
-                                                recipe, now, late) for layer in searched}
+                                                recipe, now, late, terms_of)
+                       for layer in searched}
         found = LayerCandidates()
         for layer, future in futures.items():
             try:

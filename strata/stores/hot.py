@@ -29,6 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from collections.abc import Collection as Collection_
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -36,6 +37,7 @@ from typing import Any
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
 from strata.stores.hot_table import HotTable
+from strata.stores.lexical import tokenize
 from strata.stores.ports import DecayFields, StatusWriter, VectorStore
 
 __all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore"]
@@ -201,6 +203,18 @@ class HotIndexStore:
             return out
 
         return score
+
+    def terms_of(self, scope: Scope) -> Callable[[str], Collection_[str]]:
+        """A text's index terms as the user's episodes table stored them at write time
+        (``strata.stores.lexical.tokenize`` for a text it does not hold)."""
+        table = self._user(scope).tables[Collection.EPISODES]
+
+        def terms(text: str) -> Collection_[str]:
+            with self._index:
+                known = table.terms_for_text(text)
+            return known.keys() if known is not None else tokenize(text)
+
+        return terms
 
     # -- writes (durable first, then the table) -----------------------------------------
     def _with_tokens(self, collection: Collection, scope: Scope,

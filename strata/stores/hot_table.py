@@ -44,6 +44,7 @@ class HotTable:
         self._row: dict[str, int] = {}
         self._matrix = np.zeros((16, dim), dtype=np.float32)
         self._lengths = np.zeros(16, dtype=np.float32)
+        self._norms = np.zeros(16, dtype=np.float32)
         self._terms: list[Counter[str] | None] = []
         self._postings: dict[str, dict[int, int]] = {}
         self._tokens: dict[int, bytes] = {}
@@ -61,10 +62,12 @@ class HotTable:
         if row == len(self._matrix):
             self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])
             self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
+            self._norms = np.concatenate([self._norms, np.zeros_like(self._norms)])
         slim = record.model_copy(update={"vector": None, "tokens": None})
         self._records.append(slim)
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
+        self._norms[row] = np.linalg.norm(self._matrix[row])
         terms = Counter(tokenize(record.text))
         self._terms.append(terms)
         self._lengths[row] = sum(terms.values())
@@ -162,6 +165,10 @@ class HotTable:
         row = self._by_text.get(text)
         return None if row is None else self._tokens.get(row)
 
+    def terms_for_text(self, text: str) -> Counter[str] | None:
+        row = self._by_text.get(text)
+        return None if row is None else self._terms[row]
+
     def set_tokens(self, record_id: str, tokens: bytes) -> None:
         row = self._row[record_id]
         self.nbytes += len(tokens) - len(self._tokens.get(row, b""))
@@ -192,8 +199,9 @@ class HotTable:
     def cosines(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query)) or 1.0
-        matrix = self._matrix[:len(self._records)]
-        norms = np.linalg.norm(matrix, axis=1) * norm
+        n = len(self._records)
+        matrix = self._matrix[:n]
+        norms = self._norms[:n] * norm
         return np.asarray(matrix @ query / np.where(norms == 0, 1.0, norms), dtype=np.float32)
 
     def bm25(self, text: str) -> npt.NDArray[np.float32]:

@@ -10,6 +10,7 @@ of milvus-lite 3.x ignore stemmer and stop filters, which is why this happens cl
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -42,6 +43,7 @@ STOP_WORDS = frozenset(" ".join((
 )).split())
 
 
+@functools.lru_cache(maxsize=65_536)  # a vocabulary, not texts: bounded and small
 def _stem(word: str) -> str:
     stemmer = getattr(_LOCAL, "stemmer", None)
     if stemmer is None:
