@@ -9,7 +9,6 @@ street addresses (English and Chinese).
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Callable
 
