@@ -54,7 +54,6 @@ flushes. A serial store-level comparison (no HTTP, pre-embedded queries) comes f
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import json
@@ -85,6 +84,18 @@ from ray import serve
 
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, RemoteVectorStore
+from bench.common.http_load import run_http
+from bench.common.server import revision, wait_ready
+from bench.common.stats import LatencySeries, percentile_ms
+from bench.common.topics import (
+    FACT_QUERIES,
+    HOWTO_QUERIES,
+    KEYWORD_QUERIES,
+    PLACES,
+    TOPICS,
+    Topic,
+    fill,
+)
 from serve_app import main as serve_main
 from strata.auth import authenticate, scope_for
 from strata.layers.knowledge import content_hash
@@ -109,270 +120,6 @@ CANDIDATES = 20  # per search, as Strata's recipe (candidates_per_layer)
 TOP_K = 10  # Strata's default RecallRequest.top_k
 HASH_DIM = 384  # the hash embedder at MiniLM's size, so the store moves the same bytes
 
-# -- the synthetic world ---------------------------------------------------------------------
-PEOPLE = ("Maya", "Tom", "Priya", "Lucas", "Aiko", "Omar", "Sofia", "Ben", "Lena", "Marco",
-          "Chloe", "Ravi", "Nina", "Jonas", "Elena", "Sam", "Yuki", "Hugo", "Zara", "Felix")
-PLACES = ("Lisbon", "Tokyo", "Berlin", "Seoul", "Prague", "Oslo", "Austin", "Paris", "Lima",
-          "Cairo", "Sydney", "Boston", "Madrid", "Dublin", "Vienna", "Kyoto", "Montreal",
-          "Edinburgh", "Porto", "Copenhagen")
-DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
-
-
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    things: tuple[str, ...]
-    extras: tuple[str, ...]
-    facts: tuple[str, ...]
-    episodes: tuple[str, ...]
-    actions: tuple[str, ...]
-    tips: tuple[str, ...]
-
-
-TOPICS = (
-    Topic("cooking",
-          ("sourdough bread", "ramen", "lasagna", "green curry", "mushroom risotto",
-           "pork dumplings", "fish tacos", "seafood paella", "beef pho", "banana bread",
-           "kimchi", "basil pesto"),
-          ("garlic", "coriander", "chili", "parmesan", "peanuts", "mushrooms", "red onions",
-           "cream", "olives", "anchovies"),
-          ("My favourite dish to cook is {thing}, usually with extra {extra}.",
-           "I never put {extra} in my {thing}.",
-           "I learned to make {thing} from {person} when I lived in {place}.",
-           "I make {thing} about {num} times a month.",
-           "My partner is allergic to {extra}, so I leave it out of the {thing}."),
-          ("On {day} I cooked {thing} for {person} and it took {num} minutes longer than "
-           "planned.",
-           "In {month} I burned the {thing} because I forgot to turn down the heat.",
-           "I took a {thing} cooking class in {place} with {person} in {month}.",
-           "{person} came over on {day} and we made {thing} together with too much {extra}."),
-          ("make", "store", "reheat", "freeze", "season"),
-          ("use a heavy pan and keep the heat moderate", "weigh the ingredients instead of "
-           "using cups", "let the dough rest overnight in the fridge", "taste and adjust the "
-           "salt at the very end", "cool leftovers within two hours before freezing them")),
-    Topic("running",
-          ("half marathon", "10k race", "trail run", "interval session", "long run",
-           "tempo run", "park run", "hill repeats", "recovery jog", "track workout"),
-          ("knee pain", "new shoes", "a heart rate monitor", "energy gels", "a rain jacket",
-           "a running club", "compression socks", "a headlamp"),
-          ("My goal for the {thing} is to finish under {num} minutes.",
-           "I always bring {extra} on a {thing}.",
-           "I do my {thing} with {person} on {day} mornings.",
-           "My personal best for the {thing} was set in {place}.",
-           "I skip the {thing} when I have {extra}."),
-          ("On {day} I did a {thing} in {place} and felt strong for the first {num} km.",
-           "In {month} I had to stop the {thing} early because of {extra}.",
-           "{person} paced me during the {thing} last {day} and we finished together.",
-           "I ran the {thing} in {place} in {month} and got a medal."),
-          ("train for", "recover from", "pace", "warm up for", "fuel for"),
-          ("increase the weekly distance by no more than ten percent", "start slower than "
-           "feels necessary", "drink water in small sips every twenty minutes", "sleep at "
-           "least eight hours before a race", "stretch the calves after every session")),
-    Topic("travel",
-          ("flight", "hotel room", "train ticket", "rental car", "ferry crossing",
-           "travel insurance", "airport lounge", "window seat", "city pass", "night bus"),
-          ("a late checkout", "extra legroom", "breakfast included", "free cancellation",
-           "a sea view", "a quiet floor", "a carry-on only", "a direct route"),
-          ("I always book a {thing} with {extra}.",
-           "My preferred {thing} for trips to {place} is with a local company.",
-           "I keep my {thing} budget under {num} euros.",
-           "I never take a {thing} without {extra}.",
-           "{person} usually handles the {thing} when we travel together."),
-          ("In {month} my {thing} to {place} was delayed by {num} hours.",
-           "On {day} I booked a {thing} in {place} for {person}'s birthday.",
-           "Last {month} I lost my {thing} documents in {place} and had to call the agency.",
-           "{person} and I upgraded our {thing} in {place} on {day}."),
-          ("book", "cancel", "change", "pay for", "claim a refund for"),
-          ("book at least three weeks in advance", "keep a printed copy of the confirmation",
-           "check the baggage allowance before paying", "request the refund within "
-           "fourteen days", "compare the total price including fees")),
-    Topic("gardening",
-          ("tomato plants", "basil", "roses", "lemon tree", "herb bed", "compost heap",
-           "raised bed", "orchids", "strawberries", "apple tree"),
-          ("slugs", "aphids", "too much sun", "clay soil", "frost", "a drip hose",
-           "coffee grounds", "bone meal"),
-          ("My {thing} grows best with {extra}.",
-           "I water the {thing} every {num} days in summer.",
-           "I got my {thing} from a nursery in {place}.",
-           "My biggest problem with the {thing} is {extra}.",
-           "{person} gave me advice about the {thing}."),
-          ("On {day} I repotted the {thing} and found {extra}.",
-           "In {month} the {thing} produced {num} kilos.",
-           "{person} helped me plant the {thing} on {day}.",
-           "Last {month} the {thing} died after {extra}."),
-          ("prune", "fertilize", "water", "repot", "protect"),
-          ("water early in the morning at the base of the plant", "add compost twice a "
-           "year", "cut back dead growth in late winter", "check the leaves weekly for pests",
-           "cover young plants when frost is forecast")),
-    Topic("photography",
-          ("mirrorless camera", "50mm lens", "tripod", "film camera", "drone",
-           "portrait session", "night photos", "photo walk", "Lightroom catalog", "flash"),
-          ("a polarizing filter", "spare batteries", "a wide aperture", "raw files",
-           "golden hour light", "a remote shutter", "high ISO", "a lens hood"),
-          ("I mostly shoot with my {thing} and {extra}.",
-           "My favourite spot for a {thing} is the old harbour in {place}.",
-           "I spent {num} euros on the {thing}.",
-           "I prefer {extra} for the {thing}.",
-           "{person} taught me how to use the {thing}."),
-          ("On {day} I did a {thing} in {place} and took {num} pictures.",
-           "In {month} I dropped the {thing} and had to send it for repair.",
-           "{person} and I went on a {thing} in {place} last {day}.",
-           "Last {month} I sold my old {thing} to {person}."),
-          ("clean", "calibrate", "back up", "set up", "update"),
-          ("format the memory card in the camera, not on the computer", "shoot in raw when "
-           "the light is difficult", "keep the sensor clean with a blower", "back up every "
-           "shoot to two different drives", "update the firmware before a trip")),
-    Topic("music",
-          ("acoustic guitar", "piano lessons", "band rehearsal", "ukulele", "vinyl records",
-           "jazz concert", "music theory", "drum kit", "choir", "songwriting"),
-          ("a metronome", "new strings", "a capo", "noise cancelling headphones", "sheet music",
-           "a tuner", "a practice journal", "a looper pedal"),
-          ("I practise the {thing} for {num} minutes every evening.",
-           "I use {extra} for my {thing}.",
-           "My {thing} teacher is {person}.",
-           "I bought my {thing} in a small shop in {place}.",
-           "I find the {thing} easier with {extra}."),
-          ("On {day} I went to a {thing} with {person} in {place}.",
-           "In {month} I finally played a full song at the {thing}.",
-           "{person} lent me {extra} for the {thing} last {day}.",
-           "I recorded {num} takes during the {thing} on {day}."),
-          ("tune", "practise", "restring", "record", "store"),
-          ("practise slowly with a metronome before speeding up", "change the strings every "
-           "three months", "keep the instrument away from heaters", "record yourself once a "
-           "week to hear progress", "warm up the hands for five minutes first")),
-    Topic("programming",
-          ("Python project", "Rust side project", "code review", "CI pipeline",
-           "Kubernetes cluster", "database migration", "unit tests", "API design",
-           "open source library", "laptop setup"),
-          ("type hints", "a dark theme", "vim keybindings", "small pull requests", "pair "
-           "programming", "a standing desk", "property tests", "Docker"),
-          ("I prefer {extra} in every {thing}.",
-           "My {thing} runs on a server in {place}.",
-           "I spend about {num} hours a week on the {thing}.",
-           "{person} reviews my {thing}.",
-           "I never start a {thing} without {extra}."),
-          ("On {day} the {thing} broke and it took {num} hours to fix.",
-           "In {month} I presented the {thing} at a meetup in {place}.",
-           "{person} and I finished the {thing} on {day} after a long week.",
-           "Last {month} I rewrote the {thing} using {extra}."),
-          ("deploy", "debug", "configure", "test", "migrate"),
-          ("run the test suite locally before pushing", "pin every dependency version",
-           "roll out to a staging environment first", "keep secrets out of the repository",
-           "write the migration so it can be rolled back")),
-    Topic("money",
-          ("monthly budget", "savings account", "credit card", "rent", "index fund",
-           "tax return", "phone plan", "electricity bill", "gym membership", "car loan"),
-          ("automatic payments", "a spreadsheet", "paper statements", "a fixed rate",
-           "cashback", "a joint account", "quarterly reviews", "no annual fee"),
-          ("My {thing} is about {num} euros.",
-           "I pay the {thing} with {extra}.",
-           "I want a {thing} with {extra}.",
-           "{person} helps me with the {thing}.",
-           "I moved my {thing} to a bank in {place}."),
-          ("On {day} I paid the {thing} late and got a {num} euro fee.",
-           "In {month} I renegotiated the {thing} with {person}'s help.",
-           "Last {month} the {thing} went up by {num} percent.",
-           "{person} and I reviewed the {thing} on {day}."),
-          ("cancel", "pay", "reduce", "dispute a charge on", "set up"),
-          ("pay before the due date to avoid the late fee", "keep receipts for at least six "
-           "years", "review recurring charges every quarter", "dispute a charge within sixty "
-           "days", "set up automatic payments from the main account")),
-    Topic("health",
-          ("dentist appointment", "yoga class", "physiotherapy", "blood test",
-           "allergy medication", "eye exam", "sleep schedule", "vitamin D", "flu shot",
-           "back pain"),
-          ("pollen", "lactose", "ibuprofen", "early mornings", "caffeine", "long flights",
-           "cold weather", "screen time"),
-          ("My {thing} is every {num} weeks.",
-           "I react badly to {extra}, so I mention it before every {thing}.",
-           "My doctor for the {thing} is {person}.",
-           "I get my {thing} at a clinic in {place}.",
-           "The {thing} gets worse with {extra}."),
-          ("On {day} I had my {thing} and it went fine.",
-           "In {month} I missed the {thing} because of {extra}.",
-           "{person} drove me to the {thing} on {day}.",
-           "Last {month} the {thing} cost {num} euros."),
-          ("book", "prepare for", "reschedule", "get a refund for", "manage"),
-          ("arrive ten minutes early with your insurance card", "cancel at least a day "
-           "ahead to avoid a charge", "bring a list of current medication", "avoid food for "
-           "eight hours before the test", "ask for a written summary afterwards")),
-    Topic("pets",
-          ("dog", "cat", "vet visit", "dog walker", "pet insurance", "puppy training",
-           "cat food", "fish tank", "dog park", "pet sitter"),
-          ("grain-free food", "a long leash", "a GPS collar", "a scratching post",
-           "a crate", "treats", "a water fountain", "a harness"),
-          ("My {thing} needs {extra}.",
-           "The {thing} costs me about {num} euros a month.",
-           "{person} is my usual {thing}.",
-           "We found our {thing} in {place}.",
-           "I only buy {thing} supplies with {extra}."),
-          ("On {day} the {thing} went badly and we left after {num} minutes.",
-           "In {month} I took the {thing} to {place} for the first time.",
-           "{person} looked after the {thing} on {day}.",
-           "Last {month} the {thing} needed {extra} after an accident."),
-          ("train", "feed", "register", "insure", "travel with"),
-          ("keep vaccinations up to date and carry the record", "introduce new food over "
-           "seven days", "use short training sessions with rewards", "microchip and "
-           "register the animal", "book the sitter two weeks ahead in summer")),
-    Topic("books",
-          ("science fiction novel", "biography", "book club", "audiobook", "poetry collection",
-           "crime novel", "library card", "e-reader", "history book", "cookbook"),
-          ("a paper copy", "large print", "a reading light", "short chapters", "footnotes",
-           "a bookmark", "subtitles", "a reading list"),
-          ("I read a {thing} every {num} weeks.",
-           "I prefer a {thing} with {extra}.",
-           "{person} recommends most of my {thing} picks.",
-           "My favourite {thing} is set in {place}.",
-           "I listen to the {thing} on the commute."),
-          ("On {day} I finished the {thing} that {person} lent me.",
-           "In {month} our {thing} met in {place}.",
-           "Last {month} I lost the {thing} on a train to {place}.",
-           "I spent {num} euros on the {thing} on {day}."),
-          ("borrow", "return", "renew", "download", "donate"),
-          ("return items within twenty one days to avoid fines", "renew online up to three "
-           "times", "download titles over wifi before travelling", "reserve popular books "
-           "early", "donate books in good condition only")),
-    Topic("cycling",
-          ("road bike", "commute", "bike lock", "gravel ride", "cycling tour",
-           "bike service", "e-bike", "spin class", "tyre pressure", "mountain bike"),
-          ("a flat tyre", "mudguards", "clip-in pedals", "a front light", "a rear rack",
-           "tubeless tyres", "a helmet mirror", "headwind"),
-          ("My {thing} has {extra}.",
-           "I do the {thing} {num} days a week.",
-           "I bought the {thing} from {person}.",
-           "My favourite {thing} route goes through {place}.",
-           "I avoid the {thing} when there is {extra}."),
-          ("On {day} I got {extra} on the {thing} near {place}.",
-           "In {month} the {thing} was {num} km long.",
-           "{person} joined the {thing} on {day}.",
-           "Last {month} the {thing} cost {num} euros."),
-          ("maintain", "lock", "adjust", "pack for", "insure"),
-          ("check the tyre pressure before every ride", "lock the frame and the front wheel",
-           "clean and oil the chain every two weeks", "carry a spare tube and a pump",
-           "have the brakes serviced twice a year")),
-)
-
-FACT_QUERIES = ("what did I say about {thing}?", "what is my favourite {thing}?",
-                "did I mention {thing} with {person}?", "what do I usually do for {thing}?",
-                "remind me what I told you about {thing}", "when did I last have {thing}?",
-                "what was my problem with {thing}?", "how much did my {thing} cost?")
-HOWTO_QUERIES = ("how do I {action} {thing}?", "how to {action} {thing}",
-                 "what is the best way to {action} {thing}?",
-                 "is there a guide on how to {action} {thing}?")
-KEYWORD_QUERIES = ("{thing} {place}", "{thing} with {person}", "{thing} on {day}",
-                   "{thing} {extra}")
-
-
-def _fill(template: str, rng: random.Random, topic: Topic, thing: str | None = None) -> str:
-    text = template.format(
-        thing=thing or rng.choice(topic.things), extra=rng.choice(topic.extras),
-        person=rng.choice(PEOPLE), place=rng.choice(PLACES), day=rng.choice(DAYS),
-        month=rng.choice(MONTHS), num=rng.choice((2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30,
-                                                  40, 45, 60, 90, 120, 150, 200, 300)),
-        action=rng.choice(topic.actions))
-    return text[0].upper() + text[1:]
 
 
 @dataclass
@@ -393,7 +140,7 @@ def plan_users(n_users: int, per_user: int, fact_share: float, seed: int) -> lis
             topic = rng.choice(plan.topics)
             kind = MemoryKind.FACT if rng.random() < fact_share else MemoryKind.EPISODE
             thing = rng.choice(topic.things)
-            text = _fill(rng.choice(topic.facts if kind is MemoryKind.FACT else topic.episodes),
+            text = fill(rng.choice(topic.facts if kind is MemoryKind.FACT else topic.episodes),
                          rng, topic, thing)
             session = f"s-{plan.scope.user}-{len(plan.items) // 10:03d}"
             mid = memory_id(plan.scope, session, kind.value, text)
@@ -478,7 +225,7 @@ def plan_queries(users: Sequence[UserPlan], n: int, seed: int) -> list[dict[str,
         kind = "personal" if r < 0.5 else "howto" if r < 0.75 else "keywords"
         pool = {"personal": FACT_QUERIES, "howto": HOWTO_QUERIES,
                 "keywords": KEYWORD_QUERIES}[kind]
-        query = _fill(rng.choice(pool), rng, topic)
+        query = fill(rng.choice(pool), rng, topic)
         query = query[0].lower() + query[1:] if kind != "keywords" else query
         out.append({"user_id": user.scope.user, "query": query, "_kind": kind})
     return out
@@ -725,67 +472,31 @@ class BaselineRecall:
 
 # -- measurement ---------------------------------------------------------------------------------
 @dataclass
-class Series:
-    system: str
-    level: int
-    latencies: list[float] = field(default_factory=list)
-    wall_s: float = 0.0
-    errors: int = 0
+class Series(LatencySeries):
+    """A phase's latencies plus what the responses and the processes told."""
+
     items: list[int] = field(default_factory=list)
     bytes: list[int] = field(default_factory=list)
     routes: Counter[str] = field(default_factory=Counter)
     layer_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    error_samples: list[str] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)
     owner_calls: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def ms(self, q: float) -> float:
-        if not self.latencies:
-            return float("nan")
-        return float(np.percentile(np.asarray(self.latencies) * 1000.0, q))
-
-    @property
-    def per_s(self) -> float:
-        return len(self.latencies) / self.wall_s if self.wall_s else 0.0
-
-
-async def _drive(url: str, bodies: Sequence[dict[str, Any]], level: int,
-                 series: Series) -> None:
-    work = iter(bodies)
-    limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
-    async with httpx.AsyncClient(headers=AUTH, timeout=180, limits=limits) as client:
-        async def worker() -> None:
-            for body in work:
-                payload = {k: v for k, v in body.items() if not k.startswith("_")}
-                started = time.perf_counter()
-                try:
-                    resp = await client.post(url, json=payload)
-                except httpx.HTTPError as exc:
-                    series.errors += 1
-                    series.error_samples.append(repr(exc)[:200])
-                    continue
-                elapsed = time.perf_counter() - started
-                if resp.status_code != 200:
-                    series.errors += 1
-                    series.error_samples.append(f"{resp.status_code} {resp.text[:200]}")
-                    continue
-                series.latencies.append(elapsed)
-                series.bytes.append(len(resp.content))
-                data = resp.json()
-                series.items.append(len(data.get("items", [])))
-                if "route" in data:
-                    series.routes[data["route"]] += 1
-                for layer, ms in (data.get("timings_ms") or {}).items():
-                    series.layer_ms[layer].append(float(ms))
-
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(level)))
-        series.wall_s = time.perf_counter() - started
+    def record(self, resp: httpx.Response) -> None:
+        self.bytes.append(len(resp.content))
+        data = resp.json()
+        self.items.append(len(data.get("items", [])))
+        if "route" in data:
+            self.routes[data["route"]] += 1
+        for layer, ms in (data.get("timings_ms") or {}).items():
+            self.layer_ms[layer].append(float(ms))
 
 
 def run_level(url: str, system: str, bodies: Sequence[dict[str, Any]], level: int) -> Series:
     series = Series(system, level)
-    asyncio.run(_drive(url, bodies, level, series))
+    requests = [(url, {k: v for k, v in body.items() if not k.startswith("_")})
+                for body in bodies]
+    run_http(requests, level, system, AUTH, on_response=series.record, series=series)
     return series
 
 
@@ -796,21 +507,6 @@ def settle(handles: Sequence[Any], owner: Any) -> dict[str, dict[str, Any]]:
         ray.get([h.pid.remote() for h in handles], timeout=900)
     ray.get(owner.call.remote("flush", None), timeout=900)
     return ray.get(owner.__ray_call__.remote(owner_drain), timeout=1800)
-
-
-def wait_ready(base: str, timeout_s: float = 900) -> None:
-    deadline = time.monotonic() + timeout_s
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            resp = httpx.get(f"{base}/readyz", timeout=60)
-            if resp.status_code == 200:
-                return
-            last = resp.text
-        except httpx.HTTPError as exc:
-            last = repr(exc)
-        time.sleep(1.0)
-    raise RuntimeError(f"the app never became ready: {last}")
 
 
 def wait_baseline(base: str, user: str, timeout_s: float = 300) -> None:
@@ -828,10 +524,6 @@ def wait_baseline(base: str, user: str, timeout_s: float = 300) -> None:
             last = repr(exc)
         time.sleep(1.0)
     raise RuntimeError(f"the baseline app never answered: {last}")
-
-
-def _pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values) * 1000.0, q)) if values else float("nan")
 
 
 def store_level(owner: Any, queries: Sequence[dict[str, Any]], vectors: np.ndarray,
@@ -908,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     print(f"ray {ray.__version__}, httpx {httpx.__version__}, python "
           f"{platform.python_version()}, {os.cpu_count()} cpus, load avg "
-          f"{os.getloadavg()[0]:.2f}; strata {_revision()}; "
+          f"{os.getloadavg()[0]:.2f}; strata {revision()}; "
           f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC", flush=True)
 
     # 1. the data and its vectors (embedded here, before the app starts)
@@ -1044,8 +736,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| call | p50 ms | p95 ms | p99 ms |")
         print("|---|---:|---:|---:|")
         for name, lat in raw.items():
-            print(f"| {name} | {_pct(lat, 50):.1f} | {_pct(lat, 95):.1f} | "
-                  f"{_pct(lat, 99):.1f} |")
+            print(f"| {name} | {percentile_ms(lat, 50):.1f} | {percentile_ms(lat, 95):.1f} | "
+                  f"{percentile_ms(lat, 99):.1f} |")
         print(flush=True)
 
         # 7. warm-up, then the levels, interleaved
@@ -1132,8 +824,8 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.json, "w", encoding="utf-8") as fh:
                 json.dump({"embedder": model_id, "users": args.users,
                            "per_user": args.per_user, "chunks": len(chunks),
-                           "store_level": {k: {"p50": _pct(v, 50), "p95": _pct(v, 95),
-                                               "p99": _pct(v, 99)} for k, v in raw.items()},
+                           "store_level": {k: {f"p{q}": percentile_ms(v, q) for q in (50, 95, 99)}
+                                           for k, v in raw.items()},
                            "layout": final, "flush_stats": flush_stats,
                            "series": [{"system": s.system, "level": s.level,
                                        "n": len(s.latencies), "errors": s.errors,
@@ -1159,21 +851,6 @@ def _layout(layout: dict[str, dict[str, Any]]) -> str:
         elif "error" in info:
             parts.append(f"{name}: {info['error']}")
     return ", ".join(parts)
-
-
-def _revision() -> str:
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "strata",
-                                "actors", "serve_app"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
-    except Exception:
-        return "(unknown revision)"
-    return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
 def _teardown(settings: Settings, ray_started: bool) -> None:

@@ -26,7 +26,8 @@ from pydantic import BaseModel, Field
 from strata.client import Client
 from strata.tokens import count_tokens
 
-__all__ = ["EvalReport", "evaluate", "format_table", "parse_session_date"]
+__all__ = ["EvalReport", "conversation_sessions", "evaluate", "format_table", "parse_session_date",
+           "turn_text"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MAX_PROVENANCE_TURNS = 2
@@ -69,14 +70,14 @@ class EvalReport(BaseModel):
     questions: list[QuestionResult] = Field(default_factory=list)
 
 
-def _turn_text(turn: dict[str, Any]) -> str:
+def turn_text(turn: dict[str, Any]) -> str:
     text = f"{turn['speaker']}: {turn['text']}"
     if turn.get("blip_caption"):
         text += f" [shares a photo: {turn['blip_caption']}]"
     return text
 
 
-def _sessions(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+def conversation_sessions(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
     numbers = sorted(int(m.group(1)) for k in conv
                      if (m := re.fullmatch(r"session_(\d+)", k)))
     return [(parse_session_date(conv[f"session_{n}_date_time"]), conv[f"session_{n}"])
@@ -86,9 +87,9 @@ def _sessions(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]
 def _ingest(client: Client, user: str, conv: dict[str, Any]) -> tuple[dict[str, str], int]:
     """Write every session's turns in batches; returns turn_id → dia_id and the turn count."""
     to_dia: dict[str, str] = {}
-    for n, (when, turns) in enumerate(_sessions(conv), start=1):
+    for n, (when, turns) in enumerate(conversation_sessions(conv), start=1):
         session = f"s{n}"
-        batch = [{"role": "user", "content": _turn_text(turn), "turn_id": f"{session}:{i}",
+        batch = [{"role": "user", "content": turn_text(turn), "turn_id": f"{session}:{i}",
                   "created_at": when + timedelta(seconds=30 * (i - 1)),
                   "metadata": {"speaker": turn["speaker"]}}
                  for i, turn in enumerate(turns, start=1)]  # the ids the service would give
@@ -128,7 +129,8 @@ def _hits(items: list[dict[str, Any]], to_dia: dict[str, str]) -> list[set[str]]
 
 def _known_ids(conv: dict[str, Any]) -> tuple[dict[str, str], int]:
     """turn_id → dia_id of an already ingested conversation (turn ids are session:n)."""
-    to_dia = {f"s{n}:{i}": turn["dia_id"] for n, (_, turns) in enumerate(_sessions(conv), 1)
+    to_dia = {f"s{n}:{i}": turn["dia_id"]
+              for n, (_, turns) in enumerate(conversation_sessions(conv), 1)
               for i, turn in enumerate(turns, 1)}
     return to_dia, len(to_dia)
 

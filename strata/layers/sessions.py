@@ -133,6 +133,7 @@ class SessionShardService(LongTermShardOps):
         self._config = config or WorkingMemoryConfig(window_turns=settings.window_turns)
         self._sessions: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.RLock()
+        self._memory_lock = threading.RLock()
         self._snapshots = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
         self._longterm_factory = longterm
         self._longterm: LongTermMemory | None = None

@@ -76,7 +76,10 @@ class LongTermShardOps:
     shard_id: int
     _redis: RedisStore
     _sessions: OrderedDict[str, _Entry]
-    _lock: threading.RLock
+    _lock: threading.RLock  # the sessions
+    # the users' long-term memory (single writer); taken after ``_lock`` when both are
+    # needed, so a long extraction write never holds up turns, closes or recalls
+    _memory_lock: threading.RLock
     _longterm_factory: Callable[[], LongTermMemory] | None
     _longterm: LongTermMemory | None
     _recall: RecallService | None = None
@@ -171,12 +174,13 @@ class LongTermShardOps:
             "user_id": scope.user, "session_id": turn.session_id, "wal_from": wal_from,
             "wal_to": wal_to})
         try:
-            for cand in forget:
-                result.forgotten.extend(self.longterm.forget_matching(scope, cand.text))
-            if explicit:
-                self._redis.register_user(scope.key)
-                summary = self.longterm.writer.write(scope, explicit)
-                result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
+            with self._memory_lock:
+                for cand in forget:
+                    result.forgotten.extend(self.longterm.forget_matching(scope, cand.text))
+                if explicit:
+                    self._redis.register_user(scope.key)
+                    summary = self.longterm.writer.write(scope, explicit)
+                    result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
             self._redis.ensure_group(QUEUE_HIGH, HIGH_GROUP)
             self._redis.ack(QUEUE_HIGH, HIGH_GROUP, [job])
         except StrataError as exc:
@@ -192,14 +196,14 @@ class LongTermShardOps:
 
     # -- the memories API --------------------------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
-        with self._lock:
+        with self._memory_lock:
             self._redis.register_user(scope.key)
             return self.longterm.writer.write(scope, candidates)
 
     def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
                     ) -> SweepCounts:
         """The decay sweep of one user, in the user's shard (the single writer)."""
-        with self._lock:
+        with self._memory_lock:
             return sweep_scope(self.longterm.vectors, scope, policy, utcnow(), dry_run)
 
     def apply_decay(self, changes: list[StatusChange], policy: DecayPolicy,
@@ -209,7 +213,7 @@ class LongTermShardOps:
         vectors = self.longterm.vectors
         if not isinstance(vectors, StatusWriter):
             raise BackendUnavailable("this shard's vector store cannot update statuses")
-        with self._lock:
+        with self._memory_lock:
             return apply_changes(vectors, changes, policy, now)
 
     def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
@@ -230,7 +234,7 @@ class LongTermShardOps:
         return counts
 
     def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
-        with self._lock:
+        with self._memory_lock:
             self._redis.register_user(scope.key)
             item, action = self.longterm.create(scope, body)
             self._redis.audit(scope.key, action=f"create:{action}", memory_id=item.id,
@@ -245,19 +249,19 @@ class LongTermShardOps:
         return self.longterm.history(scope, memory_id)
 
     def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
-        with self._lock:
+        with self._memory_lock:
             item = self.longterm.update(scope, memory_id, patch)
             self._redis.audit(scope.key, action="update", memory_id=memory_id,
                               at=utcnow().isoformat())
             return item
 
     def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
-        with self._lock:
+        with self._memory_lock:
             return self.longterm.reinforce(scope, memory_ids)
 
     def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, int]:
         """Delete a memory, its versions, its source turns and its recall-log entries."""
-        with self._lock:
+        with self._lock, self._memory_lock:
             doomed = self.longterm.delete(scope, memory_id)
             turns: dict[str, set[str]] = {}
             for item in doomed:
@@ -294,7 +298,7 @@ class LongTermShardOps:
 
     def delete_user(self, scope: Scope) -> dict[str, int]:
         """Forget everything about a user, in every store; only a tombstone remains."""
-        with self._lock:
+        with self._lock, self._memory_lock:
             memories = self.longterm.delete_user(scope) if self._longterm_factory else 0
             for key in [k for k in self._sessions if k.startswith(f"{scope.key}:")]:
                 self._sessions.pop(key)

@@ -264,6 +264,7 @@ class HotIndexStore:
             write(collection, scope, ready)
             self._user(scope)
             self._apply(collection, scope, ready)
+            self._evict(keep=scope.key)  # the user grew: the others make room
 
     def insert(self, collection: Collection, scope: Scope,
                records: Sequence[StoredRecord]) -> None:
