@@ -37,6 +37,7 @@ from strata.runtime import check_ready
 from strata.settings import Settings
 from strata.stores.ports import QueryEmbedding
 from strata.stores.redis import RedisStore
+from strata.stores.snapshot import KnowledgeSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +150,7 @@ class IngressService(InspectorRoutes):
         self._dim: int | None = None
         self._kb: KnowledgeBase | None = None
         self._kb_recall: RecallService | None = None
+        self._kb_snapshot: KnowledgeSnapshot | None = None
         self._import_locks: dict[str, asyncio.Lock] = {}
 
     def _principal(self, request: Request) -> Principal:
@@ -294,8 +296,10 @@ class IngressService(InspectorRoutes):
                                     recipe: RecallRecipe, scope: Scope) -> LayerCandidates:
         if self._kb_recall is None:
             info = await self._embedder_info()
-            self._kb_recall = RecallService(vector_store_for(self._settings, int(info["dim"]),
-                                                             self._namespace))
+            self._kb_snapshot = KnowledgeSnapshot(
+                vector_store_for(self._settings, int(info["dim"]), self._namespace),
+                int(info["dim"]), refresh_s=self._settings.knowledge_refresh_s)
+            self._kb_recall = RecallService(self._kb_snapshot)
         query: QueryEmbedding = await embedding
         return await asyncio.to_thread(self._kb_recall.search_layers, scope, body,
                                        query.vector, ["knowledge"], recipe)
@@ -434,8 +438,11 @@ class IngressService(InspectorRoutes):
                 vectors.extend(await self._embedder.encode_many.remote(texts[start:start + 256]))
             questions = [q.question for q in validate]
             query_vectors = await self._embedder.encode_many.remote(questions) if questions else []
-            return await asyncio.to_thread(kb.commit, plan, vectors,
-                                           lambda _: query_vectors, validate)
+            report = await asyncio.to_thread(kb.commit, plan, vectors,
+                                             lambda _: query_vectors, validate)
+            if self._kb_snapshot is not None:
+                self._kb_snapshot.invalidate(Scope.shared(tenant))
+            return report
 
     @api.post("/v1/knowledge/documents")
     async def post_documents(self, body: ImportRequest, request: Request) -> JSONResponse:

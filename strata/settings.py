@@ -83,6 +83,9 @@ class Settings(BaseSettings):
         "per shard: least recently used users leave the index above this estimate"))
     hot_index_ttl_s: float = Field(default=1800.0, gt=0, description=(
         "a user idle this long leaves the index"))
+    knowledge_refresh_s: float = Field(default=5.0, gt=0, description=(
+        "recall reads a copy of each tenant's knowledge base, reloaded this often (an "
+        "import through the same ingress is seen at once)"))
     hot_persist_every_s: float = Field(default=1.0, gt=0, description=(
         "how often recall reinforcement (access counts) is written to the vector store"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
