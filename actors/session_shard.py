@@ -71,7 +71,10 @@ class SessionShard(SessionShardService):
     def serve_recall(self, scope: Scope, request: RecallRequest, embedding: list[Any],
                      recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
         """``recall_memory`` with the query's embedding as a Ray object the caller is still
-        computing (``[ref]``: nested, so Ray hands it over unresolved)."""
+        computing (``[ref]``: nested, so Ray hands it over unresolved), or ``[]``: the
+        shard embeds the query itself."""
+        if not embedding:
+            return self.recall_memory(scope, request, None, recipe)
         return self.recall_memory(scope, request, lambda: ray.get(embedding[0]), recipe)
 
     def effective_settings(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import numpy as np
 import ray
 
 from strata.settings import Settings
-from strata.stores.embedders import make_embedder
+from strata.stores.embedders import make_embedder, set_torch_threads
 
 __all__ = ["EmbedBatch", "Embedded", "PoolShape", "embed_texts", "pool_shape"]
 
@@ -53,21 +53,13 @@ def pool_shape(actors: int, node_cpus: list[float], available_cpus: float) -> Po
     return PoolShape(cpus, threads)
 
 
-def _set_torch_threads(threads: int) -> None:
-    try:
-        import torch
-    except ImportError:  # the hash and openai embedders need no torch
-        return
-    torch.set_num_threads(threads)
-
-
 class EmbedBatch:
     """Callable class for ``map_batches``: text column in, vector column out."""
 
     def __init__(self, settings: dict[str, Any], threads: int | None = None) -> None:
-        if threads is not None:
-            _set_torch_threads(threads)
         self._embedder = make_embedder(Settings(**settings))
+        if threads is not None:  # the pool's share of the node, not the model's default
+            set_torch_threads(threads)
         self._node = ray.get_runtime_context().get_node_id()
         self._ready_at = time.time()  # model loaded: the actor's start-up ends here
 

@@ -38,7 +38,8 @@ class EmbedderService:
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return self.encode_many(texts)
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
+    # no wait for company: under load, queries queue while a batch encodes and form the next
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)
     async def embed_query(self, texts: list[str]) -> list[QueryEmbedding]:
         """A recall's query: its vector and token vectors from one forward pass."""
         return embed_queries(self._embedder, texts)

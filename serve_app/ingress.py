@@ -31,7 +31,6 @@ from strata.layers.sessions import TurnAck, TurnIn
 from strata.layers.shard_longterm import MemoryAnswer
 from strata.models import MemoryKind, MemoryStatus, RecallRequest, RecallResponse, Scope
 from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
-from strata.recall.routing import route_query
 from strata.recall.service import LayerCandidates, RecallService, assemble
 from strata.runtime import check_ready
 from strata.settings import Settings
@@ -123,16 +122,6 @@ async def _resolve(ref: Any) -> Any:
         raise
     except RayActorError as exc:
         raise BackendUnavailable(f"a session shard is restarting; retry ({exc})") from None
-
-
-def route_query_layers(body: RecallRequest) -> list[str]:
-    """The layers the route will most likely have (the shard decides: it knows whether the
-    session exists); used to start the knowledge search early."""
-    try:
-        return route_query(body.query, list(body.layers or []) or None,
-                           body.session_id is not None).layers
-    except ValueError:
-        return []
 
 
 class IngressService(InspectorRoutes):
@@ -251,8 +240,8 @@ class IngressService(InspectorRoutes):
 
 
     # -- recall --------------------------------------------------------------------------------
-    @api.post("/v1/recall")
-    async def recall(self, body: RecallRequest, request: Request) -> dict[str, Any]:
+    @api.post("/v1/recall", response_model=RecallResponse)
+    async def recall(self, body: RecallRequest, request: Request) -> Response:
         scope = scope_for(self._principal(request), body.user_id)
         if body.recipe is not None and body.recipe not in RECIPES:
             raise InvalidInput(f"unknown recipe {body.recipe!r}; one of {sorted(RECIPES)}")
@@ -263,36 +252,38 @@ class IngressService(InspectorRoutes):
             response = await self._recall_hot(scope, body, recipe)
         self._after_recall(scope, response)
         metrics.observe_recall(response.timings_ms, response.degraded)
-        return response.model_dump(mode="json")
+        # serialised once by pydantic (FastAPI would re-encode a returned dict)
+        return Response(content=response.model_dump_json(), media_type="application/json")
 
     async def _recall_hot(self, scope: Scope, body: RecallRequest,
                           recipe: RecallRecipe) -> RecallResponse:
-        """The fast path: the query embedding and the user's shard run concurrently (the
-        shard answers with the working memory and its scored personal candidates from its
-        hot index); the knowledge base is searched concurrently when the route has it."""
-        embedding = await self._embedder.embed_query.remote(body.query)._to_object_ref()
-        answer_call = self._shards.for_scope(scope).serve_recall.remote(
-            scope, body, [embedding], recipe)
-        knowledge: asyncio.Task[LayerCandidates] | None = None
-        if "knowledge" in route_query_layers(body):  # the shard's route decides; start early
-            knowledge = asyncio.create_task(self._knowledge_candidates(body, embedding, recipe,
-                                                                       scope))
-        answer: MemoryAnswer = await _resolve(answer_call)
+        """The fast path: one call to the user's shard, which answers with the working
+        memory and its scored personal candidates from its hot index. The query is embedded
+        in the shard (``STRATA_QUERY_EMBEDDING=shard``, the default) or by the Embedder
+        deployment concurrently with the shard call (``embedder``); the knowledge base,
+        when routed, is searched in this process from its snapshot."""
+        started = time.perf_counter()
+        embedding: Any = None
+        if self._settings.query_embedding == "embedder":
+            embedding = await self._embedder.embed_query.remote(body.query)._to_object_ref()
+        answer: MemoryAnswer = await _resolve(self._shards.for_scope(scope).serve_recall.remote(
+            scope, body, [embedding] if embedding is not None else [], recipe))
         found = answer.found
+        found.timings_ms["shard_call"] = (time.perf_counter() - started) * 1000
         if "knowledge" in answer.decision.layers:
-            if knowledge is None:
-                knowledge = asyncio.create_task(self._knowledge_candidates(
-                    body, embedding, recipe, scope))
-            kb = await knowledge
+            query: QueryEmbedding = (answer.embedding if answer.embedding is not None
+                                     else await (embedding if embedding is not None else
+                                                 self._embedder.embed_query.remote(body.query)))
+            kb = await self._knowledge_candidates(body, query, recipe, scope)
             found = LayerCandidates(candidates=[*found.candidates, *kb.candidates],
                                     timings_ms={**found.timings_ms, **kb.timings_ms},
                                     degraded=found.degraded or kb.degraded)
-        elif knowledge is not None:
-            knowledge.cancel()
-        return assemble(body, answer.decision, answer.working, found, recipe,
-                        lambda: answer.most_used)
+        response = assemble(body, answer.decision, answer.working, found, recipe,
+                            lambda: answer.most_used)
+        response.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
+        return response
 
-    async def _knowledge_candidates(self, body: RecallRequest, embedding: Any,
+    async def _knowledge_candidates(self, body: RecallRequest, query: QueryEmbedding,
                                     recipe: RecallRecipe, scope: Scope) -> LayerCandidates:
         if self._kb_recall is None:
             info = await self._embedder_info()
@@ -300,7 +291,6 @@ class IngressService(InspectorRoutes):
                 vector_store_for(self._settings, int(info["dim"]), self._namespace),
                 int(info["dim"]), refresh_s=self._settings.knowledge_refresh_s)
             self._kb_recall = RecallService(self._kb_snapshot)
-        query: QueryEmbedding = await embedding
         return await asyncio.to_thread(self._kb_recall.search_layers, scope, body,
                                        query.vector, ["knowledge"], recipe)
 

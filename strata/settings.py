@@ -83,6 +83,13 @@ class Settings(BaseSettings):
         "per shard: least recently used users leave the index above this estimate"))
     hot_index_ttl_s: float = Field(default=1800.0, gt=0, description=(
         "a user idle this long leaves the index"))
+    torch_threads: int = Field(default=0, ge=0, description=(
+        "torch threads of each process that runs the model (0: the machine's cores; Ray "
+        "would give a fractional-CPU actor one)"))
+    query_embedding: Literal["shard", "embedder"] = Field(default="shard", description=(
+        "where a recall's query is embedded: in the user's shard (one hop; the shard has "
+        "the model for its writes) or by the Embedder deployment, batched, concurrently "
+        "with the shard call"))
     knowledge_refresh_s: float = Field(default=5.0, gt=0, description=(
         "recall reads a copy of each tenant's knowledge base, reloaded this often (an "
         "import through the same ingress is seen at once)"))

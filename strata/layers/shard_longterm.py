@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from strata.layers.decay import (
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
 from strata.models import MemoryItem, MemoryKind, RecallRequest, Role, Scope, Turn, utcnow
+from strata.recall.late import embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem
@@ -37,6 +39,7 @@ from strata.recall.service import (
     LONG_TERM,
     LayerCandidates,
     RecallService,
+    could_pass,
     decide_route,
     select_candidates,
 )
@@ -68,6 +71,7 @@ class MemoryAnswer(BaseModel):
     working: Any = None  # WorkingMemoryView
     found: LayerCandidates
     most_used: list[ScoredItem] = Field(default_factory=list)
+    embedding: Any = None  # the query's QueryEmbedding, when the shard computed it
 
 
 class LongTermShardOps:
@@ -100,11 +104,15 @@ class LongTermShardOps:
 
     # -- recall: the shard serves its users' long-term memory -------------------------------
     def recall_memory(self, scope: Scope, request: RecallRequest,
-                      query: Callable[[], QueryEmbedding],
+                      query: Callable[[], QueryEmbedding] | None = None,
                       recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
         """The working memory and the personal layers' candidates for one query. ``query``
         gives the query's embedding (computed concurrently by the caller; it is asked for
-        only once the user's index is loaded and the route is known)."""
+        only once the user's index is loaded and the route is known); without it the shard
+        embeds the query with its own model, and the answer carries the embedding."""
+        if query is None:
+            def query() -> QueryEmbedding:
+                return self._embed_query(request.query)
         working = None
         if request.session_id:
             try:
@@ -129,16 +137,29 @@ class LongTermShardOps:
                            scope.key, exc.detail)
             return MemoryAnswer(decision=decision, working=working,
                                 found=LayerCandidates(degraded=True))
+        waited = time.perf_counter()
         embedded = query()
+        waited = (time.perf_counter() - waited) * 1000
         late = None
         if hot is not None and embedded.tokens is not None and recipe.late_share > 0:
             late = hot.late_scorer(scope, embedded.tokens)
         found = service.search_layers(scope, request, embedded.vector, personal, recipe,
                                       late=late,
                                       terms_of=hot.terms_of(scope) if hot is not None else None)
+        found.timings_ms["embedding_wait"] = waited
         needs_fallback = not select_candidates(found.candidates, recipe)[0]
+        if not request.debug:  # only what assemble can use travels back (debug: every one)
+            found.candidates = [c for c in found.candidates if could_pass(c, recipe)]
         return MemoryAnswer(decision=decision, working=working, found=found,
-                            most_used=service.most_used(scope) if needs_fallback else [])
+                            most_used=service.most_used(scope) if needs_fallback else [],
+                            embedding=embedded if "knowledge" in decision.layers else None)
+
+    def _embed_query(self, text: str) -> QueryEmbedding:
+        started = time.perf_counter()
+        embedded = embed_queries(self.longterm.embedder, [text])[0]
+        logger.debug("query embedded in the shard in %.1f ms",
+                     (time.perf_counter() - started) * 1000)
+        return embedded
 
     def persist_hot(self) -> int:
         """Write pending reinforcements of the hot index (the shard calls this every

@@ -44,7 +44,7 @@ from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
 __all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "assemble",
-           "decide_route", "select_candidates"]
+           "could_pass", "decide_route", "select_candidates"]
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +269,16 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                           debug=debug)
 
 
+RELAXED = 0.5  # the relaxed pass halves both thresholds
+
+
+def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELAXED) -> bool:
+    """Whether the candidate passes the thresholds (relaxed by ``factor``): one that does
+    not at the relaxed level can never reach a context."""
+    return (candidate.score >= recipe.threshold * factor
+            and candidate.parts.get("relevance", 0.0) >= recipe.min_similarity * factor)
+
+
 def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
             ) -> tuple[list[ScoredItem], bool]:
     """Relevant enough (similarity) and above the score threshold; if nothing passes,
@@ -276,10 +286,9 @@ def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def passing(factor: float) -> list[ScoredItem]:
-        return [c for c in ranked if c.score >= recipe.threshold * factor
-                and c.parts.get("relevance", 0.0) >= recipe.min_similarity * factor]
+        return [c for c in ranked if could_pass(c, recipe, factor)]
 
     passed = passing(1.0)
     if passed or not ranked:
         return passed, False
-    return passing(0.5), True
+    return passing(RELAXED), True

