@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from ray.exceptions import RayActorError, RayTaskError
+from starlette.background import BackgroundTask
 
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
@@ -132,7 +133,6 @@ class IngressService(InspectorRoutes):
         self._settings = Settings(**settings)
         self._embedder = embedder
         self._recall = recall
-        self._background: set[asyncio.Task[Any]] = set()
         self._namespace = namespace
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
         self._shards = ShardDirectory(settings, self._settings.session_shards, namespace)
@@ -250,10 +250,11 @@ class IngressService(InspectorRoutes):
             response = await self._recall_through_store(scope, body)
         else:
             response = await self._recall_hot(scope, body, recipe)
-        self._after_recall(scope, response)
         metrics.observe_recall(response.timings_ms, response.degraded)
-        # serialised once by pydantic (FastAPI would re-encode a returned dict)
-        return Response(content=response.model_dump_json(), media_type="application/json")
+        # serialised once by pydantic (FastAPI would re-encode a returned dict); the
+        # reinforcement and the recall log go out after the response is sent
+        return Response(content=response.model_dump_json(), media_type="application/json",
+                        background=BackgroundTask(self._after_recall, scope, response))
 
     async def _recall_hot(self, scope: Scope, body: RecallRequest,
                           recipe: RecallRecipe) -> RecallResponse:
@@ -335,16 +336,16 @@ class IngressService(InspectorRoutes):
         self._principal(request).require_admin()
         return {"shards": await self.hot_index_stats()}
 
-    def _after_recall(self, scope: Scope, response: RecallResponse) -> None:
+    async def _after_recall(self, scope: Scope, response: RecallResponse) -> None:
         """Reinforce what was returned (through the user's shard) and log ids, no text."""
         ids = [i.id for i in response.items if i.layer in ("facts", "episodes", "procedures")]
         if not ids:
             return
         self._shards.for_scope(scope).reinforce.remote(scope, ids)
-        task = asyncio.create_task(asyncio.to_thread(
-            self._redis.recall_log_add, scope.key, ids, response.route))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        try:
+            await asyncio.to_thread(self._redis.recall_log_add, scope.key, ids, response.route)
+        except StrataError as exc:  # the recall was answered; its log entry is best effort
+            logger.warning("recall log not written: %s", exc.detail)
 
     # -- memories ------------------------------------------------------------------------------
     def _memory_scope(self, request: Request, user_id: str,

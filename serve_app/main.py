@@ -37,8 +37,12 @@ def start(settings: Settings) -> None:
     """Start Ray, the store owner and the Serve app against already-running backends."""
     if not ray.is_initialized():
         # "local": a new local instance, never some other cluster found on the machine
-        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", namespace=NAMESPACE,
-                 include_dashboard=False, log_to_driver=False)
+        address = os.environ.get("RAY_ADDRESS") or "local"
+        # a new local instance runs its workers at the driver's priority: Ray's default
+        # (nice 15) lets any other process on the machine delay every recall
+        extra = {"_system_config": {"worker_niceness": 0}} if address == "local" else {}
+        ray.init(address=address, namespace=NAMESPACE, include_dashboard=False,
+                 log_to_driver=False, **extra)
     if settings.milvus_is_lite:
         owner = start_store_owner(settings, _dim(settings), namespace=NAMESPACE)
         ray.get(owner.call.remote("ping"))
