@@ -30,15 +30,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from collections.abc import Collection as Collection_
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, Scope, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
 from strata.stores.hot_table import HotTable
 from strata.stores.lexical import tokenize
 from strata.stores.ports import DecayFields, StatusWriter, VectorStore
+from strata.stores.served import TableServed
 
 __all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore"]
 
@@ -76,7 +78,7 @@ class HotIndexStats:
     load_ms: list[float] = field(default_factory=list)
 
 
-class HotIndexStore:
+class HotIndexStore(TableServed):
     """See the module docstring. ``tokens`` gives the embedder whose token vectors late
     interaction uses (None: no late interaction data)."""
 
@@ -378,11 +380,14 @@ class HotIndexStore:
         return written
 
     # -- reads ----------------------------------------------------------------------------
-    def _table(self, collection: Collection, scope: Scope) -> HotTable | None:
+    def _served(self, collection: Collection, scope: Scope) -> HotTable | None:
         return self._user(scope).tables[collection] if collection in HOT_COLLECTIONS else None
 
+    def _guard(self) -> AbstractContextManager[object]:
+        return self._index
+
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
-        table = self._table(collection, scope)
+        table = self._served(collection, scope)
         if table is None:
             return self.inner.get(collection, scope, ids)
         with self._index:
@@ -390,50 +395,12 @@ class HotIndexStore:
 
     def scan_scope(self, collection: Collection, scope: Scope,
                    limit: int = 16_384) -> list[StoredRecord]:
-        table = self._table(collection, scope)
+        table = self._served(collection, scope)
         if table is None:
             return self.inner.scan_scope(collection, scope, limit)
         with self._index:
             return [r for r in (table.record(i, with_vector=True)
                                 for i in table.ids()[:limit]) if r is not None]
-
-    def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
-              limit: int = 100) -> list[StoredRecord]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.query(collection, scope, flt, limit)
-        with self._index:
-            return table.filtered(flt, limit)
-
-    def count(self, collection: Collection, scope: Scope) -> int:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.count(collection, scope)
-        return len(table)
-
-    def search_dense(self, collection: Collection, scope: Scope, vector: Sequence[float],
-                     k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_dense(collection, scope, vector, k, flt)
-        with self._index:
-            return table.search_dense(vector, k, flt)
-
-    def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
-                       flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_lexical(collection, scope, text, k, flt)
-        with self._index:
-            return table.search_lexical(text, k, flt)
-
-    def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
-                      text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_hybrid(collection, scope, vector, text, k, flt)
-        with self._index:
-            return table.search_hybrid(vector, text, k, flt)
 
     # -- pass-through ---------------------------------------------------------------------
     def ensure_collections(self, dim: int) -> None:

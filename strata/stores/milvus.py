@@ -442,23 +442,20 @@ class MilvusVectorStore:
     def set_statuses(self, collection: Collection,
                      changes: Sequence[tuple[str, str, str]]) -> int:
         """A partial upsert of ``status`` alone: text, vectors and payload stay as stored."""
-        rows = [{"pk": f"{scope}|{rid}", "scope": scope, "status": status}
-                for scope, rid, status in changes]
-        if not rows:
-            return 0
-        with _milvus_errors("set statuses"):
-            self._client.upsert(self.name(collection), rows, partial_update=True)
-        self._after_write(collection, len(rows))
-        return len(rows)
+        return self._set_column(collection, "status", changes)
 
     def set_payloads(self, collection: Collection,
                      changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
         """A partial upsert of ``payload`` alone (reinforcement: access counts and times)."""
-        rows = [{"pk": f"{scope}|{rid}", "scope": scope, "payload": payload}
-                for scope, rid, payload in changes]
+        return self._set_column(collection, "payload", changes)
+
+    def _set_column(self, collection: Collection, column: str,
+                    changes: Sequence[tuple[str, str, Any]]) -> int:
+        rows = [{"pk": f"{scope}|{rid}", "scope": scope, column: value}
+                for scope, rid, value in changes]
         if not rows:
             return 0
-        with _milvus_errors("set payloads"):
+        with _milvus_errors(f"set {column}"):
             self._client.upsert(self.name(collection), rows, partial_update=True)
         self._after_write(collection, len(rows))
         return len(rows)

@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, Scope, StoredRecord
 from strata.stores.hot_table import HotTable
 from strata.stores.ports import VectorStore
+from strata.stores.served import TableServed
 
 __all__ = ["KnowledgeSnapshot"]
 
@@ -35,7 +36,7 @@ class _Copy:
     refreshing: bool = False
 
 
-class KnowledgeSnapshot:
+class KnowledgeSnapshot(TableServed):
     """See the module docstring."""
 
     def __init__(self, inner: VectorStore, dim: int, refresh_s: float = 5.0,
@@ -75,7 +76,7 @@ class KnowledgeSnapshot:
         with self._lock:
             self._copies[scope.key] = fresh
 
-    def _table(self, collection: Collection, scope: Scope) -> HotTable | None:
+    def _served(self, collection: Collection, scope: Scope) -> HotTable | None:
         if collection is not Collection.KNOWLEDGE:
             return None
         with self._lock:
@@ -89,35 +90,6 @@ class KnowledgeSnapshot:
             with self._lock:
                 self._copies[scope.key] = copy
         return copy.table
-
-    # -- searches: from the copy --------------------------------------------------------
-    def search_dense(self, collection: Collection, scope: Scope, vector: Sequence[float],
-                     k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_dense(collection, scope, vector, k, flt)
-        return table.search_dense(vector, k, flt)
-
-    def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
-                       flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_lexical(collection, scope, text, k, flt)
-        return table.search_lexical(text, k, flt)
-
-    def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
-                      text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.search_hybrid(collection, scope, vector, text, k, flt)
-        return table.search_hybrid(vector, text, k, flt)
-
-    def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
-              limit: int = 100) -> list[StoredRecord]:
-        table = self._table(collection, scope)
-        if table is None:
-            return self.inner.query(collection, scope, flt, limit)
-        return table.filtered(flt, limit)
 
     # -- everything else: the store ------------------------------------------------------
     def ensure_collections(self, dim: int) -> None:
@@ -153,9 +125,6 @@ class KnowledgeSnapshot:
     def set_payloads(self, collection: Collection,
                      changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
         return self.inner.set_payloads(collection, changes)
-
-    def count(self, collection: Collection, scope: Scope) -> int:
-        return self.inner.count(collection, scope)
 
     def flush(self, collection: Collection | None = None) -> None:
         self.inner.flush(collection)
