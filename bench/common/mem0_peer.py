@@ -125,6 +125,15 @@ class Mem0Peer:
 
         manager.release_server(self.db_path)
 
+    def flush(self) -> float:
+        """Flush mem0's Milvus collections (mem0 itself never does; milvus-lite searches
+        unflushed rows slowly, docs/benchmarks.md); returns the seconds it took."""
+        client = self.memory.vector_store.client
+        started = time.perf_counter()
+        for name in client.list_collections():
+            client.flush(name)
+        return time.perf_counter() - started
+
     def settle(self, timeout_s: float = 600) -> dict[str, Any]:
         """Wait for milvus-lite's background work (index builds, compaction) to finish, as the
         Strata side's flush policy and owner do; best effort, internals may move."""
