@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
 
-from strata.errors import StrataError, VectorStoreError
+from actors.boundary import strata_errors
+from strata.errors import VectorStoreError
 from strata.layers.decay import DecayPolicy, SweepPlan, plan_sweep
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.runtime import open_milvus
@@ -80,14 +80,9 @@ class RemoteVectorStore:
 
     def _call(self, method: str, *args: Any) -> Any:
         """One call in the owner; Ray's failures become Strata's errors here."""
-        try:
+        with strata_errors(lambda exc: VectorStoreError(
+                f"the vector store owner is unavailable ({exc})")):
             return ray.get(self._handle.call.remote(method, *args))
-        except RayTaskError as exc:
-            if isinstance(exc.cause, StrataError):
-                raise exc.cause from None
-            raise
-        except RayActorError as exc:
-            raise VectorStoreError(f"the vector store owner is unavailable ({exc})") from exc
 
     def ensure_collections(self, dim: int) -> None:
         self._call("ensure_collections", dim)

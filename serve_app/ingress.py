@@ -17,9 +17,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
-from ray.exceptions import RayActorError, RayTaskError
 from starlette.background import BackgroundTask
 
+from actors.boundary import strata_errors
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import metrics
@@ -115,14 +115,9 @@ class TaskStateRequest(BaseModel):
 
 async def _resolve(ref: Any) -> Any:
     """Await an actor call, surfacing Strata errors and turning dead actors into 503."""
-    try:
+    with strata_errors(lambda exc: BackendUnavailable(
+            f"a session shard is restarting; retry ({exc})")):
         return await ref
-    except RayTaskError as exc:
-        if isinstance(exc.cause, StrataError):
-            raise exc.cause from None
-        raise
-    except RayActorError as exc:
-        raise BackendUnavailable(f"a session shard is restarting; retry ({exc})") from None
 
 
 class IngressService(InspectorRoutes):

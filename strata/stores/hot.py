@@ -298,16 +298,11 @@ class HotIndexStore(TableServed):
 
     def set_statuses(self, collection: Collection,
                      changes: Sequence[tuple[str, str, str]]) -> int:
-        if not isinstance(self.inner, StatusWriter):
+        inner = self.inner
+        if not isinstance(inner, StatusWriter):
             raise TypeError("the durable store cannot update statuses")
-        with self._write:
-            written = self.inner.set_statuses(collection, changes)
-            with self._index:
-                for key, rid, status in changes:
-                    user = self._users.get(key)
-                    if user is not None and collection in HOT_COLLECTIONS:
-                        user.tables[collection].replace_fields(rid, status=status)
-            return written
+        return self._set_column(collection, changes, inner.set_statuses,
+                                lambda table, rid, status: table.replace_fields(rid, status=status))
 
     def decay_fields(self, collection: Collection,
                      keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
@@ -318,13 +313,23 @@ class HotIndexStore(TableServed):
 
     def set_payloads(self, collection: Collection,
                      changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        return self._set_column(
+            collection, changes, self.inner.set_payloads,
+            lambda table, rid, payload: table.replace_fields(rid, payload=dict(payload)))
+
+    def _set_column(self, collection: Collection, changes: Sequence[tuple[str, str, Any]],
+                    write: Callable[[Collection, Any], int],
+                    apply: Callable[[HotTable, str, Any], object]) -> int:
+        """A one-column partial update of rows named by (scope key, id): durable first,
+        then the indexed rows of loaded users."""
         with self._write:
-            written = self.inner.set_payloads(collection, changes)
-            with self._index:
-                for key, rid, payload in changes:
-                    user = self._users.get(key)
-                    if user is not None and collection in HOT_COLLECTIONS:
-                        user.tables[collection].replace_fields(rid, payload=dict(payload))
+            written = write(collection, changes)
+            if collection in HOT_COLLECTIONS:
+                with self._index:
+                    for key, rid, value in changes:
+                        user = self._users.get(key)
+                        if user is not None:
+                            apply(user.tables[collection], rid, value)
             return written
 
     # -- reinforcement ------------------------------------------------------------------
