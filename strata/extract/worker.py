@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +20,8 @@ from strata.extract.filters import WriteFilter
 from strata.layers.episodic import EpisodeStore
 from strata.layers.semantic import FactStore
 from strata.models import MemoryKind, Scope, Turn
+from strata.stores.embedders import PreparedEmbedder
+from strata.stores.ports import VectorStore, WriteBatching
 from strata.stores.redis import QUEUE_LOW, QueueMessage, RedisStore
 
 __all__ = ["ExtractionWorker", "LongTermWriter", "WriteSummary"]
@@ -39,24 +42,40 @@ class LongTermWriter:
     """Filters candidates and writes them for one user (call it from the user's shard)."""
 
     def __init__(self, facts: FactStore, episodes: EpisodeStore,
-                 write_filter: WriteFilter | None = None) -> None:
+                 write_filter: WriteFilter | None = None,
+                 embedder: PreparedEmbedder | None = None,
+                 vectors: VectorStore | None = None) -> None:
         self.facts = facts
         self.episodes = episodes
         self._filter = write_filter or WriteFilter()
+        self._embedder = embedder  # the stores' embedder: the job's texts encoded at once
+        self._vectors = vectors    # the stores' vector store: the job's writes sent at once
 
     def write(self, scope: Scope, candidates: Sequence[Candidate]) -> WriteSummary:
         report = self._filter.apply(candidates)
         summary = WriteSummary(dropped=len(report.dropped))
-        for cand in report.kept:
-            if cand.intent is Intent.FORGET:
-                continue  # forgetting is applied at turn time by the shard, not here
-            if cand.kind is MemoryKind.FACT and cand.key:
-                action = self.facts.apply(scope, cand).decision.action.value
-                summary.facts[action] = summary.facts.get(action, 0) + 1
-            elif cand.kind is MemoryKind.EPISODE:
-                action = self.episodes.apply(scope, cand).action
-                summary.episodes[action] = summary.episodes.get(action, 0) + 1
+        todo = [c for c in report.kept if c.intent is not Intent.FORGET and (
+            (c.kind is MemoryKind.FACT and c.key) or c.kind is MemoryKind.EPISODE)]
+        # forgetting is applied at turn time by the shard, not here
+        with self._prepared([c.text for c in todo]), self._batch(scope):
+            for cand in todo:
+                if cand.kind is MemoryKind.FACT:
+                    action = self.facts.apply(scope, cand).decision.action.value
+                    summary.facts[action] = summary.facts.get(action, 0) + 1
+                else:
+                    action = self.episodes.apply(scope, cand).action
+                    summary.episodes[action] = summary.episodes.get(action, 0) + 1
         return summary
+
+    def _prepared(self, texts: list[str]) -> AbstractContextManager[None]:
+        if self._embedder is None or len(texts) < 2:
+            return nullcontext()
+        return self._embedder.prepared(texts)
+
+    def _batch(self, scope: Scope) -> AbstractContextManager[None]:
+        if isinstance(self._vectors, WriteBatching):
+            return self._vectors.write_batch(scope)
+        return nullcontext()
 
 
 def turns_in_range(redis: RedisStore, session_key: str, wal_from: str,

@@ -32,6 +32,7 @@ from strata.models import (
     Source,
     utcnow,
 )
+from strata.stores.embedders import PreparedEmbedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Embedder, VectorStore
 
@@ -82,11 +83,12 @@ class LongTermMemory:
                  write_filter: WriteFilter | None = None, procedure_cap: int = 100) -> None:
         self.vectors = vectors
         self.embedder = embedder
-        self.facts = FactStore(vectors, embedder, resolver)
-        self.episodes = EpisodeStore(vectors, embedder)
+        prepared = PreparedEmbedder(embedder)  # the writer encodes a job's texts in one batch
+        self.facts = FactStore(vectors, prepared, resolver)
+        self.episodes = EpisodeStore(vectors, prepared)
         self.procedures = ProcedureStore(vectors, embedder, procedure_cap)
         self.filter = write_filter or WriteFilter()
-        self.writer = LongTermWriter(self.facts, self.episodes, self.filter)
+        self.writer = LongTermWriter(self.facts, self.episodes, self.filter, prepared, vectors)
 
     # -- reads -----------------------------------------------------------------------------
     def find(self, scope: Scope, memory_id: str) -> tuple[Collection, MemoryItem]:

@@ -9,7 +9,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -20,8 +21,8 @@ from strata.errors import EmbedderError, InvalidInput
 from strata.settings import Settings
 from strata.stores.ports import Embedder
 
-__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "WriteEmbedder",
-           "make_embedder", "set_torch_threads"]
+__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "PreparedEmbedder",
+           "WriteEmbedder", "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class WriteEmbedder:
     pass. ``encode`` keeps the token vectors of the texts it just encoded, and
     ``token_vectors`` (asked next for the same texts, by the hot index) returns them."""
 
-    def __init__(self, inner: MiniLMEmbedder, keep: int = 512) -> None:
+    def __init__(self, inner: MiniLMEmbedder, keep: int = 1024) -> None:
         self._inner = inner
         self._keep = keep
         self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
@@ -260,6 +261,51 @@ class WriteEmbedder:
         if missing:
             found.update(zip(missing, self._inner.token_vectors(missing), strict=True))
         return [found[t] for t in texts]
+
+
+class PreparedEmbedder:
+    """An embedder that can encode a batch of texts ahead of the calls that ask for them.
+
+    A write call knows every text it is about to store; ``with prepared(texts):`` encodes
+    them in one batched forward pass, and each store's one-text ``encode`` inside the block
+    is answered from it (texts not prepared are encoded as before)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self._ready: dict[str, npt.NDArray[np.float32]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @contextmanager
+    def prepared(self, texts: Sequence[str]) -> Iterator[None]:
+        todo = list(dict.fromkeys(t for t in texts if t))
+        vectors = self.inner.encode(todo) if todo else None
+        with self._lock:
+            if vectors is not None:
+                self._ready.update(zip(todo, vectors, strict=True))
+        try:
+            yield
+        finally:
+            with self._lock:
+                for text in todo:
+                    self._ready.pop(text, None)
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            found = {t: self._ready[t] for t in texts if t in self._ready}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            found.update(zip(missing, self.inner.encode(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[t] for t in texts])
 
 
 def make_embedder(settings: Settings) -> Embedder:

@@ -16,6 +16,12 @@ Reinforcement (``record_access``) changes access counts in the table at once and
 rows; ``persist_access`` writes the marked rows' payloads as partial updates in one call
 per collection (the shard runs it every second and before a user leaves the index).
 
+A write call that stores many memories of one user (an extraction job) runs them in
+``write_batch(scope)``: each write reaches the tables at once, so the block's own reads see
+it, and the durable writes go out as one upsert per collection when the block ends. If that
+fails, the user leaves the index (to be reloaded from the durable store) and the error
+propagates, so nothing the block wrote was acknowledged.
+
 Users leave the index least recently used first when the estimated bytes pass
 ``max_bytes``, and when idle for ``ttl_s``. Milvus remains the source of truth: an evicted
 or restarted index loses nothing but time.
@@ -28,9 +34,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Collection as Collection_
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -97,6 +103,8 @@ class HotIndexStore(TableServed):
         self._write = threading.RLock()  # durable write + apply, loads, persistence
         self._index = threading.Lock()   # the tables themselves (held briefly)
         self._stats = HotIndexStats(max_bytes=max_bytes)
+        # the open write batch: (scope key, collection -> records by id), under ``_write``
+        self._batch: tuple[Scope, dict[Collection, dict[str, StoredRecord]]] | None = None
 
     # -- the index ----------------------------------------------------------------------
     def _user(self, scope: Scope) -> _User:
@@ -255,29 +263,65 @@ class HotIndexStore(TableServed):
                 table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens))
 
     def _write_records(self, collection: Collection, scope: Scope,
-                       records: Sequence[StoredRecord],
-                       write: Callable[[Collection, Scope, Sequence[StoredRecord]], None]
-                       ) -> None:
+                       records: Sequence[StoredRecord], upsert: bool) -> None:
+        write = self.inner.upsert if upsert else self.inner.insert
         if collection not in HOT_COLLECTIONS:
             write(collection, scope, records)
             return
         with self._write:
             ready = self._with_tokens(collection, scope, records)
+            batch = self._batch
+            if batch is not None and batch[0].key == scope.key and upsert:
+                self._apply(collection, scope, ready)
+                batch[1].setdefault(collection, {}).update((r.id, r) for r in ready)
+                return
+            self._flush_batch()
             write(collection, scope, ready)
             self._user(scope)
             self._apply(collection, scope, ready)
             self._evict(keep=scope.key)  # the user grew: the others make room
 
+    @contextmanager
+    def write_batch(self, scope: Scope) -> Iterator[None]:
+        """See the module docstring. Holds the index's write lock for the block."""
+        with self._write:
+            if self._batch is not None:  # nested: the outer block sends everything
+                yield
+                return
+            self._user(scope)
+            self._batch = (scope, {})
+            try:
+                yield
+                self._flush_batch()
+            except BaseException:
+                with self._index:
+                    self._users.pop(scope.key, None)  # reloaded from the durable store
+                raise
+            finally:
+                self._batch = None
+            self._evict(keep=scope.key)
+
+    def _flush_batch(self) -> None:
+        """Send the open batch's writes (under ``_write``); the batch stays open."""
+        if self._batch is None:
+            return
+        scope, pending = self._batch
+        while pending:
+            collection, records = next(iter(pending.items()))
+            self.inner.upsert(collection, scope, list(records.values()))
+            del pending[collection]
+
     def insert(self, collection: Collection, scope: Scope,
                records: Sequence[StoredRecord]) -> None:
-        self._write_records(collection, scope, records, self.inner.insert)
+        self._write_records(collection, scope, records, upsert=False)
 
     def upsert(self, collection: Collection, scope: Scope,
                records: Sequence[StoredRecord]) -> None:
-        self._write_records(collection, scope, records, self.inner.upsert)
+        self._write_records(collection, scope, records, upsert=True)
 
     def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
         with self._write:
+            self._flush_batch()
             removed = self.inner.delete(collection, scope, ids)
             user = self._users.get(scope.key)
             if user is not None and collection in HOT_COLLECTIONS:
@@ -288,6 +332,7 @@ class HotIndexStore(TableServed):
 
     def delete_scope(self, collection: Collection, scope: Scope) -> int:
         with self._write:
+            self._flush_batch()
             removed = self.inner.delete_scope(collection, scope)
             with self._index:
                 user = self._users.get(scope.key)
@@ -323,6 +368,7 @@ class HotIndexStore(TableServed):
         """A one-column partial update of rows named by (scope key, id): durable first,
         then the indexed rows of loaded users."""
         with self._write:
+            self._flush_batch()
             written = write(collection, changes)
             if collection in HOT_COLLECTIONS:
                 with self._index:

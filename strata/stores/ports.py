@@ -7,6 +7,7 @@ method that reads across scopes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -16,7 +17,7 @@ import numpy.typing as npt
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
 __all__ = ["DecayFields", "DecayScan", "Embedder", "QueryEmbedding", "StatusWriter",
-           "VectorStore",
+           "VectorStore", "WriteBatching",
            "complete_parts", "cosine", "fuse_rrf", "score_ids"]
 
 RRF_K = 60
@@ -160,6 +161,14 @@ class StatusWriter(Protocol):
                      changes: Sequence[tuple[str, str, str]]) -> int:
         """``(scope key, id, status)`` each; returns how many rows were written."""
         ...
+
+
+@runtime_checkable
+class WriteBatching(Protocol):
+    """A store that can gather one scope's writes and send them together at the end of a
+    block (``HotIndexStore``); reads inside the block see the block's writes."""
+
+    def write_batch(self, scope: Scope) -> AbstractContextManager[None]: ...
 
 
 def complete_parts(fused: Sequence[SearchHit],

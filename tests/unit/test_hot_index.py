@@ -15,12 +15,25 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from strata.errors import VectorStoreError
+from strata.extract.exchanges import exchange_candidates
+from strata.extract.rules import RuleExtractor
 from strata.layers.decay import DecayPolicy
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.records import memory_id, to_record
 from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, MemoryItem, MemoryKind, RecallRequest, Scope, utcnow
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    RecallRequest,
+    Role,
+    Scope,
+    StoredRecord,
+    Turn,
+    utcnow,
+)
 from strata.recall.late import embed_queries, pack_tokens, stored_maxima, unpack_tokens
 from strata.recall.recipes import DEFAULT
 from strata.recall.service import assemble
@@ -223,3 +236,68 @@ def test_eviction_holds_the_cap_and_evicted_users_reload(
     assert hot(shard).stats().evictions == 2
     assert not hot(shard).is_hot(users[0])
     assert all(users[0].user in t for t in recall(shard, "gardening", users[0], top_k=3))
+
+
+class RecordingUpserts(CountingStore):
+    """Records each upsert call that reaches the durable store: (collection, rows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.upserts: list[tuple[Collection, int]] = []
+
+    def upsert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        self.upserts.append((collection, len(records)))
+        super().upsert(collection, scope, records)
+
+
+class FailingUpserts(CountingStore):
+    """A durable store whose upserts fail (a Milvus outage at the end of a job)."""
+
+    def upsert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        raise VectorStoreError("milvus is down")
+
+
+SAID = ["I went hiking in the Alps with my sister", "We adopted a puppy called Biscuit",
+        "My daughter started violin lessons", "The kitchen renovation finished on Friday",
+        "I ran my first half marathon in Porto", "Our team shipped the billing rewrite"]
+
+
+def job_turns(n: int) -> list[Turn]:
+    return [Turn(user_id=U.user, session_id="s1", turn_id=f"s1:{i}", role=Role.USER,
+                 content=SAID[i]) for i in range(n)]
+
+
+def test_an_extraction_job_is_encoded_in_one_batch_and_written_in_one_call_per_collection(
+        redis_store: RedisStore) -> None:
+    durable = RecordingUpserts()
+    durable.ensure_collections(64)
+    counting = CountingEmbedder()
+    shard = make_shard(redis_store, durable, embedder=counting)
+    turns = job_turns(6)
+    candidates = [*RuleExtractor().extract(turns), *exchange_candidates(turns)]
+    encoded: list[int] = []
+    real_encode = counting.encode
+    counting.encode = lambda texts: (encoded.append(len(texts)), real_encode(texts))[1]  # type: ignore[method-assign]
+    summary = shard.write_longterm(U, candidates)
+    assert summary.episodes.get("insert", 0) >= 6
+    assert encoded and encoded[0] == len({c.text for c in candidates}) and len(encoded) == 1
+    stored = durable.scan_scope(Collection.EPISODES, U)
+    assert durable.upserts == [(Collection.EPISODES, len(stored))]  # one call, every row
+    assert len(stored) == summary.episodes["insert"] and all(r.tokens for r in stored)
+    assert any("half marathon" in t for t in recall(shard, "half marathon in Porto"))
+    again = shard.write_longterm(U, candidates)  # a redelivered job writes nothing new
+    assert again.episodes == {"duplicate": summary.episodes["insert"]}
+
+
+def test_a_failed_batch_write_acknowledges_nothing_and_leaves_no_phantom_rows(
+        redis_store: RedisStore) -> None:
+    failing = FailingUpserts()
+    failing.ensure_collections(64)
+    shard = make_shard(redis_store, failing)
+    turns = job_turns(3)
+    with pytest.raises(VectorStoreError):
+        shard.write_longterm(U, [*RuleExtractor().extract(turns)])
+    assert not hot(shard).is_hot(U)  # dropped: reloaded from the durable store on next use
+    assert recall(shard, "hiking in the Alps") == []
