@@ -1,6 +1,8 @@
 """Write filters between extraction and storage: sensitive data, quality, the three questions.
 
-1. Sensitive data is redacted from text; a candidate whose *value* is sensitive is dropped.
+1. Sensitive data is redacted from every stored field (text, parts, speaker); a candidate
+   whose key or value holds it — even lower-cased — is dropped, and so are leaking scope
+   tags and business objects.
 2. A 0–1 quality score; below 0.5 the candidate is dropped.
 3. The three questions for facts: does it stay true across sessions? is it bound to this
    user? does it change future answers? Any "no" → it stays in working memory only.
@@ -15,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from strata.extract.base import Candidate, Intent
 from strata.extract.pii import find_pii, redact
-from strata.extract.rules import RuleExtractor
+from strata.extract.rules import RuleExtractor, is_acknowledgement
 from strata.layers.summarize import salient_score
 from strata.models import MemoryKind, Source
 from strata.tokens import count_tokens
@@ -37,7 +39,7 @@ def quality_score(candidate: Candidate) -> float:
     score += min(0.2, 0.05 * salient_score(text))
     if count_tokens(text) < 3:  # tokens, not characters: "我搬到上海了" says a lot
         score -= 0.3
-    if _GREETING.match(text) and len(text) < 30:
+    if (_GREETING.match(text) and len(text) < 30) or is_acknowledgement(text):
         score -= 0.4
     if candidate.source is Source.INFERRED:
         score -= 0.1
@@ -57,6 +59,34 @@ def three_questions(candidate: Candidate) -> str | None:
     return None
 
 
+def _secrets(cand: Candidate) -> list[str]:
+    """The sensitive spans of every field, and the bare secret at the end of each span."""
+    fields = [cand.text, cand.key or "", cand.value or "", *cand.scope_tags, *cand.parts,
+              cand.business_object or "", cand.speaker or ""]
+    spans = [field[f.start:f.end] for field in fields for f in find_pii(field)]
+    tails = [span.split()[-1] for span in spans if len(span.split()[-1]) >= 4]
+    return [s.lower() for s in spans + tails]
+
+
+def _leaks(field: str | None, secrets: Sequence[str]) -> bool:
+    """Whether a field holds sensitive data, also in a normalized (lower-cased) copy."""
+    if not field:
+        return False
+    low = field.lower()
+    return bool(find_pii(field)) or any(s in low for s in secrets)
+
+
+def _redacted(cand: Candidate, secrets: Sequence[str]) -> Candidate:
+    """Every stored field cleaned: texts redacted, leaking tags and objects removed."""
+    return cand.model_copy(update={
+        "text": redact(cand.text),
+        "parts": [redact(p) for p in cand.parts],
+        "scope_tags": [t for t in cand.scope_tags if not _leaks(t, secrets)],
+        "business_object": None if _leaks(cand.business_object, secrets)
+        else cand.business_object,
+        "speaker": redact(cand.speaker) if cand.speaker else None})
+
+
 class FilterReport(BaseModel):
     kept: list[Candidate] = Field(default_factory=list)
     dropped: list[tuple[str, str]] = Field(default_factory=list)  # (kind, reason): no text
@@ -74,11 +104,11 @@ class WriteFilter:
             if cand.intent is Intent.FORGET:
                 report.kept.append(cand)
                 continue
-            if cand.value and find_pii(cand.value):
-                report.dropped.append((cand.kind.value, "the value is sensitive data"))
+            secrets = _secrets(cand)
+            if _leaks(cand.key, secrets) or _leaks(cand.value, secrets):
+                report.dropped.append((cand.kind.value, "the key or value is sensitive data"))
                 continue
-            clean = cand.model_copy(update={"text": redact(cand.text),
-                                            "parts": [redact(p) for p in cand.parts]})
+            clean = _redacted(cand, secrets)
             if clean.text.count("[REDACTED:") and len(re.sub(r"\[REDACTED:\w+\]", "",
                                                              clean.text).strip()) < 8:
                 report.dropped.append((cand.kind.value, "only sensitive data"))

@@ -1,9 +1,11 @@
 """Summarizers fold turns that leave the working-memory window into a rolling summary.
 
 The rule-based default is extractive: it keeps the sentences that carry numbers, money,
-dates, proper nouns and stated preferences (the details the seeds warn LLM summaries lose),
-and drops small talk. The LLM summarizer is incremental (previous summary + evicted turns)
-and falls back to the rules when the call fails or returns junk.
+dates, proper nouns, stated facts and preferences, decisions and constraints (the details the
+seeds warn LLM summaries lose), and drops small talk — acknowledgements, thanks, laughter and
+questions with nothing concrete in them — within the token budget. The LLM summarizer is
+incremental (previous summary + evicted turns) and falls back to the rules when the call
+fails or returns junk.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Protocol
 
 import httpx
 
+from strata.extract.fact_rules import match_facts
+from strata.extract.intents import is_acknowledgement, is_question
 from strata.models import Turn
 from strata.settings import Settings
 from strata.tokens import count_tokens
@@ -38,8 +42,19 @@ _DATE = re.compile(
     r"[年月日号]|周[一二三四五六日天]|星期|明天|昨天|下周|上周", re.I)
 _PREFERENCE = re.compile(
     r"\b(i (really )?(like|love|prefer|hate|dislike|want|need|can't|cannot|don't)|my favou?rite|"
-    r"allergic|i am|i'm|i live|i work|call me|my name)\b|喜欢|不喜欢|讨厌|偏好|爱吃|不吃|过敏|"
-    r"我是|我叫|我住|我在|希望|不要|必须|一定", re.I)
+    r"allergic|i live|i work|call me|my name)\b|喜欢|不喜欢|讨厌|偏好|爱吃|不吃|过敏|"
+    r"我是|我叫|我住|希望|不要|必须|一定", re.I)
+# decisions and constraints: what was settled, and the limits it must respect
+_DECISION = re.compile(
+    r"\b(decided|agreed|settled on|confirmed|chose|we'll go with|let's go with|must|have to|"
+    r"need to|cannot|can't|at most|at least|no more than|no later than|deadline|budget|limit|"
+    r"due)\b|决定|确定|定了|同意|必须|不能|不可以|截止|预算|最多|至少|不超过|之前完成", re.I)
+# small talk that opens a sentence; with nothing concrete after it, the sentence is filler
+_FILLER = re.compile(
+    r"^(?:ok(?:ay)?|sure|thanks|thank you|haha|lol|hmm+|great|cool|alright|right|yeah|yes|"
+    r"no worries|good point|sounds|i see|i agree|let me (?:think|check)|that's (?:interesting|"
+    r"great|nice|fun)|makes sense|interesting|nice|wow|好的|嗯|哈|谢谢|行|对|没问题|我明白|明白|"
+    r"有道理|不错)\b", re.I)
 _PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
 
 
@@ -51,6 +66,10 @@ def split_sentences(text: str) -> list[str]:
 
 def salient_score(sentence: str) -> float:
     """How much a sentence carries that a summary must keep (0 = small talk)."""
+    concrete = _NUMBER.search(sentence) or _MONEY.search(sentence)
+    if is_acknowledgement(sentence) or (not concrete and (
+            is_question(sentence) or _FILLER.match(sentence.strip()))):
+        return 0.0  # "ok thanks", "haha yes", "what do you think?": nothing to keep
     score = 0.0
     if _NUMBER.search(sentence):
         score += 2.0
@@ -60,8 +79,12 @@ def salient_score(sentence: str) -> float:
         score += 1.0
     if _PREFERENCE.search(sentence):
         score += 1.5
+    if _DECISION.search(sentence):
+        score += 1.5
     if _PROPER.search(sentence):
         score += 1.0
+    if match_facts(sentence):
+        score += 1.5  # a stated fact: a name, a place, a constraint
     return score
 
 
@@ -78,8 +101,9 @@ class RuleSummarizer:
         lines = [ln for ln in previous.split("\n") if ln.strip()]
         for turn in evicted:
             kept = [s for s in split_sentences(turn.content) if salient_score(s) > 0]
-            if kept:
-                lines.append(f"{turn.role.value}: {' '.join(kept)}")
+            line = f"{turn.role.value}: {' '.join(kept)}"
+            if kept and line not in lines:
+                lines.append(line)
         return self._fit(lines, budget_tokens)
 
     @staticmethod
