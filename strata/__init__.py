@@ -3,6 +3,6 @@ knowledge base), served on Ray with Milvus and Redis underneath."""
 
 __version__ = "0.1.0"
 
-from strata.client import AsyncClient, Client
+from strata.client import NO_RETRY, AsyncClient, Client, RetryPolicy
 
-__all__ = ["AsyncClient", "Client", "__version__"]
+__all__ = ["NO_RETRY", "AsyncClient", "Client", "RetryPolicy", "__version__"]

@@ -3,7 +3,11 @@
 ``strata serve`` hands over to ``serve_app.main`` (imported lazily: the domain package never
 imports Ray; only this entry point reaches the Ray wiring). The other commands talk to a
 running Strata over HTTP through ``strata.Client`` (``--url``/``STRATA_URL``,
-``--key``/``STRATA_API_KEY``).
+``--api-key``/``STRATA_API_KEY``). ``strata mcp`` serves Strata's memory tools to an MCP
+client over stdio, through the same ``Client``.
+
+The API key option is ``--api-key`` (``--key`` before the subcommand still works): the
+``remember`` subcommand's ``--key`` is the fact's key, stored under its own name.
 """
 
 from __future__ import annotations
@@ -14,22 +18,30 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
-from strata.client import Client
+from strata.client import Client, RetryPolicy
 from strata.errors import StrataError
 from strata.settings import Settings
 
 __all__ = ["build_parser", "main"]
 
 
+def _url(args: argparse.Namespace) -> str:
+    return str(args.url or os.environ.get("STRATA_URL") or (
+        f"http://127.0.0.1:{Settings().http_port}"))
+
+
+def _api_key(args: argparse.Namespace) -> str:
+    return str(args.api_key or os.environ.get("STRATA_API_KEY") or "dev")
+
+
 def _client(args: argparse.Namespace) -> Client:
-    url = args.url or os.environ.get("STRATA_URL") or (
-        f"http://127.0.0.1:{Settings().http_port}")
-    return Client(url, api_key=args.key or os.environ.get("STRATA_API_KEY", "dev"))
+    return Client(_url(args), api_key=_api_key(args),
+                  retry=RetryPolicy(attempts=args.attempts))
 
 
 def _print(data: Any) -> None:
@@ -62,8 +74,8 @@ def _recall(args: argparse.Namespace) -> int:
 
 def _remember(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {"text": args.text}
-    if args.key:
-        fields.update(key=args.key, value=args.value or args.text)
+    if args.fact_key:
+        fields.update(key=args.fact_key, value=args.value or args.text)
     _print(_client(args).remember(args.user, kind=args.kind, **fields))
     return 0
 
@@ -76,6 +88,32 @@ def _forget(args: argparse.Namespace) -> int:
 
 def _memories(args: argparse.Namespace) -> int:
     _print(_client(args).memories(args.user, kind=args.kind, status=args.status, q=args.q))
+    return 0
+
+
+def _show(method: str) -> Callable[[argparse.Namespace], int]:
+    """A command that prints what one argument-less ``Client`` method answers."""
+    def run(args: argparse.Namespace) -> int:
+        _print(getattr(_client(args), method)())
+        return 0
+
+    return run
+
+
+def _users(args: argparse.Namespace) -> int:
+    _print(_client(args).users(q=args.q, limit=args.limit))
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from strata.mcp_server import serve_stdio
+    except ImportError as exc:
+        print(f"error: strata mcp needs the mcp extra (pip install "
+              f"'strata-memory[mcp]'): {exc}", file=sys.stderr)
+        return 1
+    bound = {"user_id": args.user} if args.user else {}
+    serve_stdio(_url(args), _api_key(args), RetryPolicy(attempts=args.attempts), bound)
     return 0
 
 
@@ -122,11 +160,22 @@ def _job(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Layered memory for LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--url", default=None, help="a running Strata (default STRATA_URL)")
-    parser.add_argument("--key", default=None, help="API key (default STRATA_API_KEY or dev)")
+    parser.add_argument("--api-key", "--key", dest="api_key", default=None,
+                        help="API key (default STRATA_API_KEY or dev); --key is the old "
+                             "spelling, accepted before the subcommand")
+    parser.add_argument("--attempts", type=_positive, default=4,
+                        help="tries per request on 503 or connection errors (1: no retry)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run Strata (local Ray, or RAY_ADDRESS)")
@@ -148,8 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("user")
     remember.add_argument("text")
     remember.add_argument("--kind", default="fact", choices=["fact", "episode"])
-    remember.add_argument("--key", default=None)
-    remember.add_argument("--value", default=None)
+    remember.add_argument("--key", dest="fact_key", default=None,
+                          help="the fact's key, e.g. preference.seat")
+    remember.add_argument("--value", default=None, help="the fact's value (default: text)")
     remember.set_defaults(func=_remember)
 
     forget = sub.add_parser("forget", help="delete a memory, or everything about a user")
@@ -165,6 +215,21 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_argument("--status", default=None)
     memories.add_argument("--q", default=None)
     memories.set_defaults(func=_memories)
+
+    users = sub.add_parser("users", help="the tenant's users that have long-term memory")
+    users.add_argument("--q", default=None)
+    users.add_argument("--limit", type=int, default=1000)
+    users.set_defaults(func=_users)
+    for name, what in (("whoami", "the API key's tenant and role"),
+                       ("queues", "long-term write queues: backlog, lag"),
+                       ("documents", "the knowledge base's documents")):
+        sub.add_parser(name, help=what).set_defaults(func=_show(name))
+
+    mcp = sub.add_parser("mcp", help="serve Strata's memory tools to an MCP client (stdio)")
+    mcp.add_argument("--user", default=None,
+                     help="bind every tool to this user (the tools then take no user_id)")
+    mcp.set_defaults(func=_mcp)
+
     knowledge = sub.add_parser("import", help="import a folder into the knowledge base")
     knowledge.add_argument("path")
     knowledge.add_argument("--validate", default=None, help="YAML: [{question, expect_doc_id}]")
@@ -200,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StrataError as exc:
         print(f"error: {exc.detail}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # an id the SDK refuses to put in a URL, before any request
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return result
 
 

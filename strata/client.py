@@ -1,30 +1,151 @@
 """The Python SDK: ``strata.Client`` and ``strata.AsyncClient`` over the HTTP API.
 
 The API surface is written once (``_Api``); the two clients differ only in how they send a
-request, so no method exists twice. Errors come back as Strata's own error classes.
+request and how they wait between attempts, so no method exists twice. Errors come back as
+Strata's own error classes; a server that cannot be reached is ``BackendUnavailable``.
+
+Every id that goes into a URL path is percent-encoded as one segment, and ``.``/``..`` are
+refused: httpx would resolve them as dot segments and the request would reach another
+user's resource (``forget("a", "../../victim")`` would delete user ``victim``).
+
+A request that meets a 503 or a connection error is retried with exponential backoff,
+honouring ``Retry-After`` (``RetryPolicy``). Turns get a client ``turn_id`` when the caller
+gives none, generated once before the first attempt, so a retried turn is deduplicated by
+the server instead of written twice.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
+import uuid
 from collections.abc import Awaitable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from strata import errors
 
-__all__ = ["AsyncClient", "Client"]
+__all__ = ["NO_RETRY", "AsyncClient", "Client", "RetryPolicy", "new_turn_id"]
 
 _BY_CODE: dict[str, type[errors.StrataError]] = {
     cls.code: cls for cls in (errors.InvalidInput, errors.Unauthorized, errors.Forbidden,
                               errors.NotFound, errors.Conflict, errors.LimitExceeded,
                               errors.BackendUnavailable, errors.VectorStoreError,
                               errors.QueueStoreError, errors.EmbedderError)}
+# the request never reached the server: safe to send again whatever it was
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
 
-def _raise_for(resp: httpx.Response) -> Any:
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the SDK retries a request that met an unavailable server (503) or no server.
+
+    ``attempts`` counts every try, the first included (1 = never retry). The n-th retry
+    waits ``backoff_s * 2**(n-1)`` with jitter (between half and all of it), or what the
+    server's ``Retry-After`` says; no wait exceeds ``max_wait_s``. A connection error after
+    the request was sent is retried only for requests that are safe to repeat (reads,
+    deletes, turns with their ``turn_id``, recall).
+    """
+
+    attempts: int = 4
+    backoff_s: float = 0.25
+    max_wait_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        if self.backoff_s < 0 or self.max_wait_s < 0:
+            raise ValueError("backoff_s and max_wait_s must not be negative")
+
+    def wait_s(self, retry: int, retry_after: str | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (0 for the first retry)."""
+        told = _parse_retry_after(retry_after) if retry_after else None
+        if told is not None:
+            return min(told, self.max_wait_s)
+        full = min(self.backoff_s * 2.0 ** retry, self.max_wait_s)
+        return full / 2 + random.uniform(0, full / 2)
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+def _parse_retry_after(value: str) -> float | None:
+    """``Retry-After`` as seconds: a number of seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def new_turn_id() -> str:
+    """A client-generated turn id (``c-`` and 32 hex digits; the server's id rules allow it)."""
+    return f"c-{uuid.uuid4().hex}"
+
+
+def _segment(name: str, value: str, *, folders: bool = False) -> str:
+    """``value`` as one percent-encoded URL path segment.
+
+    ``.`` and ``..`` are refused (httpx resolves them as dot segments), and so are ids
+    with a slash or backslash unless ``folders`` (a document id may name a folder): a proxy
+    that decodes ``%2F`` and normalises the path would otherwise resolve them too.
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string; got {type(value).__name__}")
+    parts = value.split("/") if folders else [value]
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"{name} {value!r} is not a valid id: empty, '.' or '..'")
+    if "\\" in value or (not folders and "/" in value):
+        raise ValueError(f"{name} {value!r} is not a valid id: it holds a slash")
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    json: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    repeatable: bool = False  # safe to send again after a connection error mid-request
+    retry: bool = True
+    text: bool = False  # the answer is text (Prometheus metrics), not JSON
+
+    @property
+    def safe_to_repeat(self) -> bool:
+        return self.repeatable or self.method in _IDEMPOTENT_METHODS
+
+
+def _next_wait(policy: RetryPolicy, retry: int, request: _Request,
+               outcome: httpx.Response | httpx.TransportError) -> float | None:
+    """Seconds to wait before sending ``request`` again, or None: this outcome is final."""
+    if not request.retry or retry + 1 >= policy.attempts:
+        return None
+    if isinstance(outcome, httpx.Response):
+        if outcome.status_code != 503:
+            return None
+        return policy.wait_s(retry, outcome.headers.get("retry-after"))
+    if isinstance(outcome, _NOT_SENT) or request.safe_to_repeat:
+        return policy.wait_s(retry)
+    return None
+
+
+def _read(resp: httpx.Response, text: bool = False) -> Any:
     if resp.status_code < 400:
+        if text:
+            return resp.text
         return resp.json() if resp.content else None
     try:
         body = resp.json()
@@ -35,70 +156,110 @@ def _raise_for(resp: httpx.Response) -> Any:
     raise cls(f"{resp.status_code}: {detail}")
 
 
+def _unreachable(base_url: httpx.URL, exc: httpx.TransportError) -> errors.BackendUnavailable:
+    return errors.BackendUnavailable(
+        f"cannot reach Strata at {base_url}: {type(exc).__name__}: {exc}")
+
+
 def _clean(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v
             for k, v in body.items() if v is not None}
 
 
+def _users(user_id: str) -> str:
+    return f"/v1/users/{_segment('user_id', user_id)}"
+
+
+def _session(session_id: str) -> str:
+    return f"/v1/sessions/{_segment('session_id', session_id)}"
+
+
+def _memory(user_id: str, memory_id: str) -> str:
+    return f"{_users(user_id)}/memories/{_segment('memory_id', memory_id)}"
+
+
 class _Api:
-    """Every endpoint once. ``_call`` returns the JSON (sync) or an awaitable of it (async)."""
+    """Every endpoint once. ``_send`` returns the JSON (sync) or an awaitable of it (async)."""
+
+    def _send(self, request: _Request) -> Any:
+        raise NotImplementedError
 
     def _call(self, method: str, path: str, json: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None) -> Any:
-        raise NotImplementedError
+              params: dict[str, Any] | None = None, **how: Any) -> Any:
+        return self._send(_Request(method, path, json, params, **how))
 
     # sessions
     def add_turn(self, session_id: str, user_id: str, role: str, content: str,
                  created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
-                 turn_id: str | None = None) -> Any:
-        return self._call("POST", f"/v1/sessions/{session_id}/turns", _clean({
+                 turn_id: str | None = None, *, auto_turn_id: bool = True) -> Any:
+        """Append a turn; without ``turn_id`` the SDK makes one, so a retry is not a
+        second turn (``auto_turn_id=False``: the server numbers it ``<session>:<n>``).
+        Answers the ack: ``turn_id``, ``turn_count``, ``pinned``, intents."""
+        if turn_id is None and auto_turn_id:
+            turn_id = new_turn_id()
+        return self._call("POST", f"{_session(session_id)}/turns", _clean({
             "user_id": user_id, "role": role, "content": content, "created_at": created_at,
-            "metadata": metadata, "turn_id": turn_id}))
+            "metadata": metadata, "turn_id": turn_id}), repeatable=turn_id is not None)
 
-    def add_turns(self, session_id: str, user_id: str, turns: list[dict[str, Any]]) -> Any:
+    def add_turns(self, session_id: str, user_id: str, turns: list[dict[str, Any]], *,
+                  auto_turn_id: bool = True) -> Any:
         """Many turns of one session, in order: ``{"session_id", "acks": [...]}`` once all are
         durable. Each turn: ``role``, ``content``, optional ``created_at``, ``metadata``,
-        ``turn_id`` (a retried batch with the same ids is not written twice)."""
-        return self._call("POST", f"/v1/sessions/{session_id}/turns/batch",
-                          {"user_id": user_id, "turns": [_clean(t) for t in turns]})
+        ``turn_id`` (made by the SDK when absent, so a retried batch is not written twice;
+        ``auto_turn_id=False`` leaves the numbering ``<session>:<n>`` to the server)."""
+        body = [_clean({**t, "turn_id": t.get("turn_id") or new_turn_id()} if auto_turn_id
+                       else t) for t in turns]
+        return self._call("POST", f"{_session(session_id)}/turns/batch",
+                          {"user_id": user_id, "turns": body},
+                          repeatable=all(t.get("turn_id") for t in body))
 
     def close_session(self, session_id: str, user_id: str) -> Any:
-        return self._call("POST", f"/v1/sessions/{session_id}/close", {"user_id": user_id})
+        return self._call("POST", f"{_session(session_id)}/close", {"user_id": user_id},
+                          repeatable=True)
 
     def working_memory(self, session_id: str, user_id: str) -> Any:
-        return self._call("GET", f"/v1/sessions/{session_id}/working-memory",
+        return self._call("GET", f"{_session(session_id)}/working-memory",
                           params={"user_id": user_id})
 
     def patch_task_state(self, session_id: str, user_id: str, patch: dict[str, Any]) -> Any:
-        return self._call("PATCH", f"/v1/sessions/{session_id}/task-state",
-                          {"user_id": user_id, "patch": patch})
+        """RFC 7396 merge patch of the session's task state (repeating it is harmless)."""
+        return self._call("PATCH", f"{_session(session_id)}/task-state",
+                          {"user_id": user_id, "patch": patch}, repeatable=True)
 
     # recall
     def recall(self, user_id: str, query: str, **options: Any) -> Any:
+        """The labelled context for ``query``; options: ``session_id``, ``budget_tokens``,
+        ``layers``, ``top_k``, ``debug``, ``include_cold``, ``recipe``."""
         return self._call("POST", "/v1/recall", _clean({"user_id": user_id, "query": query,
-                                                        **options}))
+                                                        **options}), repeatable=True)
 
     # memories
     def remember(self, user_id: str, kind: str = "fact", **fields: Any) -> Any:
-        return self._call("POST", f"/v1/users/{user_id}/memories",
+        """Create a memory: a fact (``key`` and ``value``), an episode (``text``) or, with
+        an admin key, a procedure."""
+        return self._call("POST", f"{_users(user_id)}/memories",
                           _clean({"kind": kind, **fields}))
 
     def memories(self, user_id: str, kind: str | None = None, status: str | None = None,
                  q: str | None = None, limit: int = 100) -> Any:
-        return self._call("GET", f"/v1/users/{user_id}/memories", params=_clean(
+        return self._call("GET", f"{_users(user_id)}/memories", params=_clean(
             {"kind": kind, "status": status, "q": q, "limit": limit}))
 
     def history(self, user_id: str, memory_id: str) -> Any:
-        return self._call("GET", f"/v1/users/{user_id}/memories/{memory_id}/history")
+        return self._call("GET", f"{_memory(user_id, memory_id)}/history")
 
     def update_memory(self, user_id: str, memory_id: str, **patch: Any) -> Any:
-        return self._call("PATCH", f"/v1/users/{user_id}/memories/{memory_id}", _clean(patch))
+        return self._call("PATCH", _memory(user_id, memory_id), _clean(patch))
 
     def forget(self, user_id: str, memory_id: str) -> Any:
-        return self._call("DELETE", f"/v1/users/{user_id}/memories/{memory_id}")
+        return self._call("DELETE", _memory(user_id, memory_id))
 
     def forget_user(self, user_id: str) -> Any:
-        return self._call("DELETE", f"/v1/users/{user_id}")
+        return self._call("DELETE", _users(user_id))
+
+    def users(self, q: str | None = None, limit: int = 1000) -> Any:
+        """The tenant's users that have long-term memory: ``{"users", "truncated"}``."""
+        return self._call("GET", "/v1/users", params=_clean({"q": q, "limit": limit}))
 
     # knowledge
     def import_documents(self, documents: list[dict[str, Any]],
@@ -106,28 +267,76 @@ class _Api:
         return self._call("POST", "/v1/knowledge/documents",
                           _clean({"documents": documents, "validate": validate}))
 
+    def documents(self) -> Any:
+        """The tenant's documents with their versions and chunk statuses."""
+        return self._call("GET", "/v1/knowledge/documents")
+
     def document(self, doc_id: str) -> Any:
-        return self._call("GET", f"/v1/knowledge/documents/{doc_id}")
+        path = _segment("doc_id", doc_id, folders=True)  # the route takes the rest of the path
+        return self._call("GET", f"/v1/knowledge/documents/{path}")
 
     def search_knowledge(self, query: str, top_k: int = 5) -> Any:
-        return self._call("POST", "/v1/knowledge/search", {"query": query, "top_k": top_k})
+        return self._call("POST", "/v1/knowledge/search", {"query": query, "top_k": top_k},
+                          repeatable=True)
 
     # service
+    def whoami(self) -> Any:
+        """The key's tenant and role."""
+        return self._call("GET", "/v1/whoami")
+
+    def queues(self) -> Any:
+        """Backlog and extraction lag of the long-term write queues."""
+        return self._call("GET", "/v1/queues")
+
+    def hot_index(self) -> Any:
+        """(admin) Each shard's hot index: users, memories, bytes, loads, evictions."""
+        return self._call("GET", "/v1/admin/hot-index")
+
+    def health(self) -> Any:
+        return self._call("GET", "/healthz")
+
     def ready(self) -> Any:
-        return self._call("GET", "/readyz")
+        """Readiness; a 503 (not ready) is an answer here, not retried."""
+        return self._call("GET", "/readyz", retry=False)
+
+    def metrics(self) -> Any:
+        """The Prometheus metrics, as text."""
+        return self._call("GET", "/metrics", text=True)
+
+
+def _headers(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"}
 
 
 class Client(_Api):
-    """Synchronous client: ``Client("http://127.0.0.1:8000", api_key="dev")``."""
+    """Synchronous client: ``Client("http://127.0.0.1:8000", api_key="dev")``.
+
+    ``retry`` sets how 503s and connection errors are retried (``NO_RETRY`` to never).
+    """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str = "dev",
-                 timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None) -> None:
+                 timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        self.retry = retry or RetryPolicy()
         self._http = httpx.Client(base_url=base_url, timeout=timeout_s, transport=transport,
-                                  headers={"Authorization": f"Bearer {api_key}"})
+                                  headers=_headers(api_key))
 
-    def _call(self, method: str, path: str, json: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None) -> Any:
-        return _raise_for(self._http.request(method, path, json=json, params=params))
+    def _send(self, request: _Request) -> Any:
+        retry = 0
+        while True:
+            try:
+                resp = self._http.request(request.method, request.path, json=request.json,
+                                          params=request.params)
+            except httpx.TransportError as exc:
+                wait = _next_wait(self.retry, retry, request, exc)
+                if wait is None:
+                    raise _unreachable(self._http.base_url, exc) from exc
+            else:
+                wait = _next_wait(self.retry, retry, request, resp)
+                if wait is None:
+                    return _read(resp, request.text)
+            time.sleep(wait)
+            retry += 1
 
     def close(self) -> None:
         self._http.close()
@@ -144,15 +353,29 @@ class AsyncClient(_Api):
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str = "dev",
                  timeout_s: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout_s,
-                                       transport=transport,
-                                       headers={"Authorization": f"Bearer {api_key}"})
+                                       transport=transport, headers=_headers(api_key))
 
-    def _call(self, method: str, path: str, json: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None) -> Awaitable[Any]:
+    def _send(self, request: _Request) -> Awaitable[Any]:
         async def send() -> Any:
-            return _raise_for(await self._http.request(method, path, json=json, params=params))
+            retry = 0
+            while True:
+                try:
+                    resp = await self._http.request(request.method, request.path,
+                                                    json=request.json, params=request.params)
+                except httpx.TransportError as exc:
+                    wait = _next_wait(self.retry, retry, request, exc)
+                    if wait is None:
+                        raise _unreachable(self._http.base_url, exc) from exc
+                else:
+                    wait = _next_wait(self.retry, retry, request, resp)
+                    if wait is None:
+                        return _read(resp, request.text)
+                await asyncio.sleep(wait)
+                retry += 1
 
         return send()
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+from pathlib import Path
 
 import httpx
 import pytest
 
 from strata import AsyncClient, Client
-from strata.cli import main
+from strata.cli import build_parser, main
 from strata.errors import InvalidInput, NotFound
 
 SEEN: list[tuple[str, str, dict[str, object] | None]] = []
@@ -84,3 +86,73 @@ def test_cli_import_reads_a_folder(tmp_path, monkeypatch: pytest.MonkeyPatch) ->
     method, path, body = SEEN[0]
     assert (method, path) == ("POST", "/v1/knowledge/documents")
     assert [d["doc_id"] for d in body["documents"]] == ["guide/setup"]  # type: ignore[index]
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_cli_commands() -> list[list[str]]:
+    """Every ``.venv/bin/strata …`` line of the README, as argv (placeholders filled in)."""
+    lines = [line.strip() for line in README.read_text().splitlines()
+             if line.strip().startswith(".venv/bin/strata ")]
+    return [shlex.split(line.replace("<memory id>", "m1"), comments=True)[1:]
+            for line in lines]
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[httpx.Request]:
+    """The requests the CLI sends, answered 200 by a fake server."""
+    requests: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(200, json={"context": "ctx", "memories": []})
+
+    real = httpx.Client.__init__
+
+    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
+        kw["transport"] = httpx.MockTransport(answer)
+        real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
+    monkeypatch.setenv("STRATA_URL", "http://x")
+    monkeypatch.setenv("STRATA_API_KEY", "k")
+    return requests
+
+
+def test_the_readme_cli_commands_send_what_they_say(recorded: list[httpx.Request]) -> None:
+    commands = readme_cli_commands()
+    assert [c[0] for c in commands] == ["recall", "remember", "memories", "forget", "eval"]
+    for argv in commands[:-1]:  # eval needs a LoCoMo folder; its arguments are parsed below
+        assert main(argv) == 0, argv
+    assert main(["forget", "ann", "--all"]) == 0
+    sent = [(r.method, r.url.raw_path.decode(), r.headers["authorization"],
+             json.loads(r.content) if r.content else None) for r in recorded]
+    assert sent == [
+        ("POST", "/v1/recall", "Bearer k", {"user_id": "ann", "budget_tokens": 500,
+                                            "query": "what should I cook for dinner?",
+                                            "debug": False}),
+        # the fact's --key is not the API key (it was: 401 with "Bearer preference.seat")
+        ("POST", "/v1/users/ann/memories", "Bearer k", {
+            "kind": "fact", "text": "prefers window seats", "key": "preference.seat",
+            "value": "window"}),
+        ("GET", "/v1/users/ann/memories?kind=fact&limit=100", "Bearer k", None),
+        ("DELETE", "/v1/users/ann/memories/m1", "Bearer k", None),
+        ("DELETE", "/v1/users/ann", "Bearer k", None)]
+    evaluation = build_parser().parse_args(commands[-1])
+    assert (evaluation.suite, evaluation.k) == ("locomo", "5,10,20")
+
+
+def test_the_api_key_option_and_its_old_spelling(recorded: list[httpx.Request]) -> None:
+    assert main(["--api-key", "k1", "remember", "ann", "likes tea", "--key", "drink"]) == 0
+    assert main(["--key", "k2", "remember", "ann", "likes tea", "--key", "drink"]) == 0
+    assert main(["--key", "k3", "whoami"]) == 0
+    assert [r.headers["authorization"] for r in recorded] == [
+        "Bearer k1", "Bearer k2", "Bearer k3"]
+    assert [json.loads(r.content)["key"] for r in recorded[:2]] == ["drink", "drink"]
+
+
+def test_a_dot_id_is_refused_by_the_cli(recorded: list[httpx.Request],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["forget", "ann", "--id", ".."]) == 2
+    assert recorded == [] and "not a valid id" in capsys.readouterr().err
