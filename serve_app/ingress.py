@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import ray
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
@@ -22,7 +21,7 @@ from starlette.background import BackgroundTask
 from actors.boundary import strata_errors
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
-from serve_app import metrics
+from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes, router
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
@@ -40,23 +39,20 @@ from strata.stores.redis import RedisStore
 from strata.stores.snapshot import KnowledgeSnapshot
 
 logger = logging.getLogger(__name__)
+REINFORCE_EVERY_S = 0.5  # recalls' reinforcements gathered this long, then sent per shard
+
+
+def _body_limit() -> int:
+    """STRATA_MAX_BODY_BYTES of the ingress this replica runs (its settings reach the replica
+    after the app is built, so the middleware asks for them per request)."""
+    ingress = cast("IngressService", serve.get_replica_context().servable_object)
+    return ingress.max_body_bytes
+
 
 api = FastAPI(title="Strata", version="0.1.0",
               description="Layered memory for LLM agents (see README and docs/).")
+guards.install(api, body_limit=_body_limit)  # size limit, strict JSON, one error shape
 api.include_router(router)  # the inspector: /ui/ and the endpoints it reads
-
-
-@api.exception_handler(StrataError)
-async def _strata_error(_: Request, exc: StrataError) -> JSONResponse:
-    return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
-
-
-@api.exception_handler(RequestValidationError)
-async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc'] if p != 'body')}: {err['msg']}"
-        for err in exc.errors())
-    return JSONResponse(status_code=422, content={"error": "invalid_input", "detail": problems})
 
 
 @api.middleware("http")
@@ -126,6 +122,7 @@ class IngressService(InspectorRoutes):
     def __init__(self, settings: dict[str, Any], embedder: Any, recall: Any,
                  namespace: str | None) -> None:
         self._settings = Settings(**settings)
+        self.max_body_bytes = self._settings.max_body_bytes
         self._embedder = embedder
         self._recall = recall
         self._namespace = namespace
@@ -136,6 +133,8 @@ class IngressService(InspectorRoutes):
         self._kb_recall: RecallService | None = None
         self._kb_snapshot: KnowledgeSnapshot | None = None
         self._import_locks: dict[str, asyncio.Lock] = {}
+        self._returned: list[tuple[Scope, list[str]]] = []  # recalls' items, to reinforce
+        self._reinforcer: asyncio.Task[None] | None = None
 
     def _principal(self, request: Request) -> Principal:
         return authenticate(request.headers.get("authorization"), self._settings.api_keys)
@@ -332,28 +331,51 @@ class IngressService(InspectorRoutes):
         return {"shards": await self.hot_index_stats()}
 
     async def _after_recall(self, scope: Scope, response: RecallResponse) -> None:
-        """Reinforce what was returned (through the user's shard) and log ids, no text."""
+        """Reinforce what was returned (through the user's shard, gathered with the other
+        recalls of the next ``REINFORCE_EVERY_S``: one call per shard) and log ids, no text."""
         ids = [i.id for i in response.items if i.layer in ("facts", "episodes", "procedures")]
         if not ids:
             return
-        self._shards.for_scope(scope).reinforce.remote(scope, ids)
+        self._returned.append((scope, ids))
+        if self._reinforcer is None or self._reinforcer.done():
+            self._reinforcer = asyncio.create_task(self._reinforce_soon())
         try:
             await asyncio.to_thread(self._redis.recall_log_add, scope.key, ids, response.route)
         except StrataError as exc:  # the recall was answered; its log entry is best effort
             logger.warning("recall log not written: %s", exc.detail)
 
+    async def _reinforce_soon(self) -> None:
+        """Send the gathered reinforcements, one call per shard (best effort: access counts
+        only, like the shard's own batched persistence)."""
+        await asyncio.sleep(REINFORCE_EVERY_S)
+        returned, self._returned = self._returned, []
+        by_shard: dict[int, list[tuple[Scope, list[str]]]] = {}
+        for scope, ids in returned:
+            by_shard.setdefault(self._shards.ring.shard_for(scope), []).append((scope, ids))
+        for index, batch in by_shard.items():
+            self._shards.handles[index].reinforce_many.remote(batch)
+
     # -- memories ------------------------------------------------------------------------------
-    def _memory_scope(self, request: Request, user_id: str,
-                      kind: MemoryKind | None = None) -> Scope:
+    def _memory_scope(self, request: Request, user_id: str) -> Scope:
+        return scope_for(self._principal(request), user_id)
+
+    async def _changeable(self, request: Request, user_id: str, memory_id: str) -> Scope:
+        """The scope of a change to a memory the key may change: an agent key may not touch
+        what only an admin writes (procedures, source admin), in any version of a fact."""
         principal = self._principal(request)
-        if kind is MemoryKind.PROCEDURE:
-            principal.require_admin()
-        return scope_for(principal, user_id)
+        scope = scope_for(principal, user_id)
+        if principal.role != "admin":
+            for item in await _resolve(self._shards.for_scope(scope).memory_history.remote(
+                    scope, memory_id)):
+                principal.require_may_write(item.kind, item.source)
+        return scope
 
     @api.post("/v1/users/{user_id}/memories")
     async def create_memory(self, user_id: str, body: MemoryCreate,
                             request: Request) -> dict[str, Any]:
-        scope = self._memory_scope(request, user_id, body.kind)
+        principal = self._principal(request)
+        principal.require_may_write(body.kind, body.source)
+        scope = scope_for(principal, user_id)
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).create_memory.remote(scope, body))
         return result
@@ -383,7 +405,7 @@ class IngressService(InspectorRoutes):
     @api.patch("/v1/users/{user_id}/memories/{memory_id}")
     async def update_memory(self, user_id: str, memory_id: str, body: MemoryPatch,
                             request: Request) -> dict[str, Any]:
-        scope = self._memory_scope(request, user_id)
+        scope = await self._changeable(request, user_id, memory_id)
         item = await _resolve(self._shards.for_scope(scope).update_memory.remote(
             scope, memory_id, body))
         return {"memory": item.model_dump(mode="json")}
@@ -391,7 +413,7 @@ class IngressService(InspectorRoutes):
     @api.delete("/v1/users/{user_id}/memories/{memory_id}")
     async def delete_memory(self, user_id: str, memory_id: str,
                             request: Request) -> dict[str, Any]:
-        scope = self._memory_scope(request, user_id)
+        scope = await self._changeable(request, user_id, memory_id)
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).delete_memory.remote(scope, memory_id))
         return {"deleted": memory_id, **result}

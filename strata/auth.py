@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from strata.errors import Forbidden, InvalidInput, Unauthorized
-from strata.models import Scope
+from strata.models import MemoryKind, Scope, Source
 from strata.settings import ApiKey
 
 __all__ = ["DEV_KEY", "Principal", "authenticate", "scope_for"]
@@ -25,6 +25,17 @@ class Principal(BaseModel):
     def require_admin(self) -> None:
         if self.role != "admin":
             raise Forbidden("this needs an admin key")
+
+    def require_may_write(self, kind: MemoryKind, source: Source) -> None:
+        """Procedures and memories whose source is ``admin`` are an admin's: only an admin
+        key creates, changes or deletes them."""
+        if self.role == "admin":
+            return
+        if kind is MemoryKind.PROCEDURE:
+            raise Forbidden("only an admin key may create, change or delete procedures")
+        if source is Source.ADMIN:
+            raise Forbidden("only an admin key may create, change or delete memories whose "
+                            "source is admin")
 
 
 def authenticate(authorization: str | None, keys: dict[str, ApiKey]) -> Principal:

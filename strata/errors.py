@@ -6,6 +6,7 @@
     ├── Forbidden (403)         the key's role may not do this
     ├── NotFound (404)          no such session, memory or document
     ├── Conflict (409)          the write contradicts what is stored (duplicate id, …)
+    ├── PayloadTooLarge (413)   the request body is over the limit; it was not read
     ├── LimitExceeded (429)     a per-scope cap (e.g. procedures) or queue bound
     └── BackendUnavailable (503)
         ├── VectorStoreError    Milvus / milvus-lite failed or is unreachable
@@ -13,7 +14,9 @@
         └── EmbedderError       the embedding model failed
 
 Lower-layer errors (pymilvus, redis, httpx) are translated at the adapter boundary
-with ``raise … from exc`` so callers only ever catch ``StrataError``.
+with ``raise … from exc`` so callers only ever catch ``StrataError``. The HTTP API answers
+every failure, its own or the framework's (unknown route, bad JSON, an unexpected bug), as
+``{"error": code, "detail": text}`` (``serve_app/guards.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ __all__ = [
     "InvalidInput",
     "LimitExceeded",
     "NotFound",
+    "PayloadTooLarge",
     "QueueStoreError",
     "StrataError",
     "Unauthorized",
@@ -71,6 +75,11 @@ class NotFound(StrataError):
 class Conflict(StrataError):
     status_code = 409
     code = "conflict"
+
+
+class PayloadTooLarge(StrataError):
+    status_code = 413
+    code = "payload_too_large"
 
 
 class LimitExceeded(StrataError):

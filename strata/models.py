@@ -28,11 +28,14 @@ __all__ = [
     "StoredRecord",
     "Turn",
     "check_id",
+    "check_name",
     "utcnow",
 ]
 
 SHARED_USER = "_shared"
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")  # whole string: fullmatch
+# control characters break filter expressions and logs; lone surrogates cannot be encoded
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def utcnow() -> datetime:
@@ -41,11 +44,23 @@ def utcnow() -> datetime:
 
 
 def check_id(kind: str, value: str) -> str:
-    if not _ID_RE.match(value):
+    """An identifier (tenant, user, session, memory): the whole value matches the pattern."""
+    if not _ID_RE.fullmatch(value):
         raise ValueError(
             f"{kind} must be 1-128 characters of letters, digits and ._@+- "
             f"and start with a letter or digit; got {value!r}"
         )
+    return value
+
+
+def check_name(kind: str, value: str, max_length: int = 200) -> str:
+    """A free-form name a client chooses (a turn id, a fact key): any text of 1 to
+    ``max_length`` characters without control characters."""
+    if not 0 < len(value) <= max_length:
+        raise ValueError(f"{kind} must be 1-{max_length} characters; got {len(value)}")
+    if (bad := _UNPRINTABLE.search(value)) is not None:
+        raise ValueError(f"{kind} may not contain control characters; got "
+                         f"{bad.group()!r} at position {bad.start()}")
     return value
 
 
@@ -218,8 +233,8 @@ class RecordFilter(BaseModel):
         cls, value: dict[str, str | int | float | bool]
     ) -> dict[str, str | int | float | bool]:
         for key in value:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?$",
-                            key):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?",
+                                key):
                 raise ValueError(f"payload key {key!r} is not a plain identifier or a.b path")
         return value
 

@@ -76,7 +76,10 @@ class Settings(BaseSettings):
     archive_retention_days: int = Field(default=14, ge=7, le=30)
     snapshot_every_turns: int = Field(default=3, ge=1)
     snapshot_every_tokens: int = Field(default=500, ge=1)
-    max_turn_bytes: int = Field(default=32 * 1024, ge=256)
+    max_turn_bytes: int = Field(default=32 * 1024, ge=256,
+                                description="a turn's content plus its metadata (JSON)")
+    max_body_bytes: int = Field(default=8 * 2**20, ge=1024, description=(
+        "the largest HTTP request body; a larger one is refused (413) before it is read"))
     # The hot index: each shard serves its recently recalled users' long-term memory from
     # process memory (strata/stores/hot.py); Milvus stays the durable store.
     hot_index_max_bytes: int = Field(default=512 * 2**20, ge=2**20, description=(
@@ -93,8 +96,9 @@ class Settings(BaseSettings):
     knowledge_refresh_s: float = Field(default=5.0, gt=0, description=(
         "recall reads a copy of each tenant's knowledge base, reloaded this often (an "
         "import through the same ingress is seen at once)"))
-    hot_persist_every_s: float = Field(default=1.0, gt=0, description=(
-        "how often recall reinforcement (access counts) is written to the vector store"))
+    hot_persist_every_s: float = Field(default=10.0, gt=0, description=(
+        "how often recall reinforcement (access counts) is written to the vector store; "
+        "a crash loses at most this much of it, never a memory"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
                                  description="most turns in one batch append")
 

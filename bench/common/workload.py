@@ -84,7 +84,7 @@ def locomo_users(data_dir: Path, tag: str, limit: int | None = None) -> list[Use
         for n, (when, turns) in enumerate(conversation_sessions(conv), start=1):
             sessions.append(Session(f"s{n}", [
                 Turn("user", turn_text(t), when + timedelta(seconds=30 * (i - 1)),
-                     {"speaker": t["speaker"]}, f"s{n}:{i}")
+                     {"speaker": t["speaker"]})  # the service numbers them s<n>:<i>
                 for i, t in enumerate(turns, start=1)]))
         questions = [str(q["question"]) for q in conv.get("qa", [])
                      if q.get("category") in CATEGORIES and q.get("evidence")]

@@ -89,13 +89,16 @@ def _ingest(client: Client, user: str, conv: dict[str, Any]) -> tuple[dict[str, 
     to_dia: dict[str, str] = {}
     for n, (when, turns) in enumerate(conversation_sessions(conv), start=1):
         session = f"s{n}"
-        batch = [{"role": "user", "content": turn_text(turn), "turn_id": f"{session}:{i}",
+        # no turn ids: the service numbers a new session's turns s<n>:1, s<n>:2, … (ids of
+        # that form are the service's alone), which is what _known_ids relies on
+        batch = [{"role": "user", "content": turn_text(turn),
                   "created_at": when + timedelta(seconds=30 * (i - 1)),
                   "metadata": {"speaker": turn["speaker"]}}
-                 for i, turn in enumerate(turns, start=1)]  # the ids the service would give
+                 for i, turn in enumerate(turns, start=1)]
         for start in range(0, len(batch), BATCH_TURNS):
             chunk = turns[start:start + BATCH_TURNS]
-            acks = client.add_turns(session, user, batch[start:start + BATCH_TURNS])["acks"]
+            acks = client.add_turns(session, user, batch[start:start + BATCH_TURNS],
+                                    auto_turn_id=False)["acks"]  # the service's ids
             to_dia.update({ack["turn_id"]: turn["dia_id"]
                            for ack, turn in zip(acks, chunk, strict=True)})
         client.close_session(session, user)

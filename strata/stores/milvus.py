@@ -50,11 +50,19 @@ ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
 
 @contextmanager
 def _milvus_errors(action: str) -> Iterator[None]:
-    """Translate pymilvus failures into ``VectorStoreError`` at the boundary."""
+    """Translate pymilvus failures into ``VectorStoreError`` at the boundary.
+
+    Milvus's message can quote the filter expression (scope, ids, keys): the first line is
+    logged, the error only names the action and Milvus's code.
+    """
     try:
         yield
-    except (MilvusException, ConnectionError, OSError) as exc:
-        raise VectorStoreError(f"milvus {action} failed: {exc}") from exc
+    except MilvusException as exc:
+        logger.warning("milvus %s failed (code %s): %.200s", action, exc.code,
+                       str(exc.message).partition("\n")[0])
+        raise VectorStoreError(f"milvus {action} failed (code {exc.code})") from exc
+    except (ConnectionError, OSError) as exc:
+        raise VectorStoreError(f"milvus {action} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _lit(value: str) -> str:

@@ -98,7 +98,7 @@ def test_a_turn_id_repeated_inside_the_batch_is_written_once(redis_store: RedisS
     ({"role": "robot", "content": "x"}, "turn 2: role must be"),
     ({"role": "user", "content": "x", "surprise": 1}, "turn 2: surprise"),
     ({"role": "user"}, "turn 2: content"),
-    ({"role": "user", "content": "x" * 1001}, "turn 2: content is 1001 bytes"),
+    ({"role": "user", "content": "x" * 1001}, "turn 2: content and metadata are 1001 bytes"),
 ])
 def test_one_bad_turn_rejects_the_whole_batch(redis_store: RedisStore, bad: dict[str, Any],
                                               says: str) -> None:
@@ -162,7 +162,7 @@ def test_wal_append_many_and_tail(redis_store: RedisStore) -> None:
     assert redis_store.wal_tail("none", 5) == []
 
 
-def test_locomo_eval_sends_one_batch_per_session_with_the_same_ids(tmp_path: Path) -> None:
+def test_locomo_eval_sends_one_batch_per_session_and_maps_the_service_ids(tmp_path: Path) -> None:
     sent: list[tuple[str, Any]] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -173,9 +173,10 @@ def test_locomo_eval_sends_one_batch_per_session_with_the_same_ids(tmp_path: Pat
         if request.url.path == "/v1/recall":  # the evidence turn, by the id the service gave
             return httpx.Response(200, json={"context": "c", "items": [
                 {"provenance": {"turn_ids": ["s1:2"]}}]})
-        if request.url.path.endswith("/batch"):
-            return httpx.Response(200, json={"acks": [{"turn_id": t["turn_id"]}
-                                                      for t in body["turns"]]})
+        if request.url.path.endswith("/batch"):  # the ids the service gives a new session
+            session = request.url.path.split("/")[3]
+            return httpx.Response(200, json={"acks": [{"turn_id": f"{session}:{i}"}
+                                                      for i in range(1, len(body["turns"]) + 1)]})
         return httpx.Response(200, json={"closed": True})
 
     (tmp_path / "conv-a.json").write_text(json.dumps({
@@ -193,9 +194,9 @@ def test_locomo_eval_sends_one_batch_per_session_with_the_same_ids(tmp_path: Pat
         "/v1/sessions/s1/turns/batch", "/v1/sessions/s1/close",
         "/v1/sessions/s2/turns/batch", "/v1/sessions/s2/close"]
     assert writes[0][1]["turns"] == [
-        {"role": "user", "content": "Ann: hi", "turn_id": "s1:1",
+        {"role": "user", "content": "Ann: hi",
          "created_at": "2023-05-08T13:56:00+00:00", "metadata": {"speaker": "Ann"}},
-        {"role": "user", "content": "Bob: hello", "turn_id": "s1:2",
+        {"role": "user", "content": "Bob: hello",
          "created_at": "2023-05-08T13:56:30+00:00", "metadata": {"speaker": "Bob"}}]
     reused = evaluate(client, tmp_path, ks=(5,), reuse_tag="x")  # ids known without writing
     assert reused.overall.recall_at == {"5": 1.0}

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strata.errors import Conflict, InvalidInput
+from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, StoredRecord
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
@@ -274,4 +274,16 @@ def test_milvus_flushes_when_the_threshold_is_reached(tmp_path: Path) -> None:
     assert store.flush_stats["flushes"] == 0 and store.flush_due() == []
     store.upsert(FACTS, scope, [rec("4", "fact 4")])
     assert store.flush_stats["flushes"] == 1
+    store.close()
+
+
+def test_a_milvus_error_does_not_echo_the_filter(tmp_path: Path) -> None:
+    """Milvus quotes the expression it could not parse; the error a client sees does not."""
+    store = MilvusVectorStore(str(tmp_path / "e.db"))
+    store.ensure_collections(EMB.dim)
+    with pytest.raises(VectorStoreError) as caught:
+        store.query(FACTS, Scope(tenant="t", user="u"),
+                    RecordFilter(payload_equals={"key": "seat\x00x"}), 10)
+    assert caught.value.detail.startswith("milvus query failed")
+    assert "scope" not in caught.value.detail and "seat" not in caught.value.detail
     store.close()
