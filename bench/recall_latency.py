@@ -17,6 +17,9 @@ What it does, in one run:
 5. The LoCoMo users' turns written (batch endpoint if present, one session per request, 1 in
    flight) and their sessions closed; the time until the long-term queues drain. Then the
    synthetic users' (batched, 8 in flight), closed, drained.
+   With ``--quiet-cores C`` the benchmark then waits until the server's processes use less
+   than C cores (milvus-lite compacts and indexes a bulk load in the background for minutes;
+   mem0's milvus-lite is waited for the same way).
 6. Every user touched once, 1 in flight (the first-touch latency: the hot index loading a
    user), then per level of ``--levels``: the same ``--requests`` questions to Strata's hot
    path (``recipe`` omitted), the previous path (``"recipe": "store"``) and mem0's
@@ -86,7 +89,14 @@ from bench.common.latency_report import (
     print_series,
     print_tables,
 )
-from bench.common.server import REPO, StrataServer, free_port, port_in_use, revision
+from bench.common.server import (
+    REPO,
+    StrataServer,
+    free_port,
+    port_in_use,
+    revision,
+    wait_quiet,
+)
 from bench.common.stats import LatencySeries
 from bench.common.workload import (
     Question,
@@ -226,6 +236,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="requests in flight writing the synthetic users")
     p.add_argument("--drain-timeout-s", type=float, default=3600.0)
     p.add_argument("--previous-recipe", default="store")
+    p.add_argument("--quiet-cores", type=float, default=0.0,
+                   help="before recall, wait until the server started here uses less CPU "
+                        "than this (its milvus-lite indexes the bulk load in the background)")
+    p.add_argument("--quiet-timeout-s", type=float, default=900.0)
     p.add_argument("--no-mem0", action="store_true")
     p.add_argument("--url", default=None, help="a running Strata instead of starting one")
     p.add_argument("--key", default="dev")
@@ -302,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             report["server_start_s"] = round(server.start(), 1)
             print(f"  ready in {report['server_start_s']} s (pid {server.pid})", flush=True)
             base = server.base
+        args.server_pid = server.pid if server is not None else None
         run_benchmark(args, base, headers, tag, users, questions, mem0, report)
     finally:
         if server is not None:
@@ -361,6 +376,12 @@ def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], 
                                                has_batch, "synthetic", args.drain_timeout_s)
     watch = HotIndexWatch(base, headers)
     report["hot_index_before"] = watch.sample("after ingestion")
+    if args.server_pid and args.quiet_cores > 0:
+        print(f"waiting for the server to settle (under {args.quiet_cores} cores over 10 s, "
+              "as mem0's milvus-lite was waited for) ...", flush=True)
+        report["server_settle"] = wait_quiet(args.server_pid, args.quiet_cores,
+                                             timeout_s=args.quiet_timeout_s)
+        print(f"  {report['server_settle']}", flush=True)
 
     print("\nfirst touch: one recall per user (the hot index loads each user; its statistics "
           "sampled in between)", flush=True)

@@ -67,6 +67,49 @@ def revision(root: Path = REPO) -> str:
     return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc; Ray's workers are its children)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(root: int, cores: float = 0.15, window_s: float = 10.0,
+               timeout_s: float = 1800.0) -> dict[str, float]:
+    """Wait until the process tree under ``root`` uses less than ``cores`` of CPU over a
+    ``window_s`` window (a server finishing background work after a bulk load: milvus-lite
+    compacts segments and builds HNSW indexes for minutes after 100k rows), at most
+    ``timeout_s``; returns the seconds waited and the last window's CPU share."""
+    started = time.monotonic()
+    share = float("inf")
+    while time.monotonic() - started < timeout_s:
+        pids = _tree(root)
+        before = _cpu_seconds(pids)
+        time.sleep(window_s)
+        share = (_cpu_seconds(pids) - before) / window_s
+        if share < cores:
+            break
+    return {"waited_s": round(time.monotonic() - started, 1), "last_cores": round(share, 3)}
+
+
 class StrataServer:
     """``<strata_bin> serve`` with ``STRATA_DATA_DIR``/``STRATA_HTTP_PORT`` and ``env`` on top
     of ``base_env`` (default: this process's environment); its output goes to

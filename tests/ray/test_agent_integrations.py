@@ -7,13 +7,12 @@ import asyncio
 import json
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from live import wait_status
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -37,15 +36,7 @@ def base(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                         redis_url=redis_server.url, api_keys=KEYS)  # type: ignore[arg-type]
     main.start(settings)
     url = f"http://127.0.0.1:{settings.http_port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=30).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the app never became ready"
-        time.sleep(0.5)
+    wait_status(f"{url}/readyz", 200, timeout_s=120)
     try:
         yield url
     finally:

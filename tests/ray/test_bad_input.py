@@ -3,13 +3,13 @@ changes nothing; an agent key finds no way round the roles."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+from live import wait_status
 
 from serve_app import main
 from strata.settings import Settings
@@ -48,18 +48,6 @@ class App:
         return listed
 
 
-def wait_ready(base: str, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the app never became ready"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def app(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     tmp = tmp_path_factory.mktemp("bad-input")
@@ -72,7 +60,7 @@ def app(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                   "agent-key": {"tenant": "acme", "role": "agent"}})
     main.start(settings)
     base = f"http://127.0.0.1:{port}"
-    wait_ready(base)
+    wait_status(f"{base}/readyz", 200)
     handle = App(base, RedisStore(redis_server.url, settings.redis_prefix))
     try:
         yield handle

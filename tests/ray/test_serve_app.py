@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 import ray
+from live import wait_status
 
 from actors.directory import shard_name
 from actors.store_owner import OWNER_NAME
@@ -34,20 +35,6 @@ class App:
     def post(self, path: str, body: dict[str, object], **kw: object) -> httpx.Response:
         return httpx.post(f"{self.base}{path}", json=body, headers=kw.get("headers", AUTH),
                           timeout=30)  # type: ignore[arg-type]
-
-
-def wait_status(url: str, want: int, timeout_s: float = 60) -> httpx.Response:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            resp = httpx.get(url, timeout=30)
-            if resp.status_code == want:
-                return resp
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{url} never answered {want}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
