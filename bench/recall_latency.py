@@ -19,7 +19,10 @@ What it does, in one run:
    synthetic users' (batched, 8 in flight), closed, drained.
    With ``--quiet-cores C`` the benchmark then waits until the server's processes use less
    than C cores (milvus-lite compacts and indexes a bulk load in the background for minutes;
-   mem0's milvus-lite is waited for the same way).
+   mem0's milvus-lite is waited for the same way). An idle ``strata serve`` (Ray's GCS,
+   raylet, dashboard agent, Serve's controller and proxy) uses ~0.7 of a core on the 2-core
+   development machine, so C must sit above that (1.0 there); ``--quiet-timeout-s`` bounds
+   the wait.
 6. Every user touched once, 1 in flight (the first-touch latency: the hot index loading a
    user), then per level of ``--levels``: the same ``--requests`` questions to Strata's hot
    path (``recipe`` omitted), the previous path (``"recipe": "store"``) and mem0's

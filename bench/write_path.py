@@ -67,7 +67,7 @@ def jobs(n_users: int, turns: int, tag: str) -> list[tuple[Scope, list[Turn]]]:
 def write_ab(model: MiniLMEmbedder, n_users: int, turns: int) -> dict[str, dict[str, float]]:
     tmp = tempfile.mkdtemp(prefix="write-path-")
     sides = {name: (writer(f"{tmp}/{name}.db", model, name == "batched"),
-                    jobs(n_users, turns, name))
+                    jobs(n_users, turns, name.replace(" ", "-")))
              for name in ("batched", "one by one")}
     extract = RuleExtractor()
     totals = {name: {"turns": 0.0, "memories": 0.0, "seconds": 0.0} for name in sides}
