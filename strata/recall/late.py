@@ -135,7 +135,7 @@ class QueryBatcher:
 
     The first caller embeds its query at once. Callers that arrive while a forward pass is
     running queue up; when it ends, the first of them embeds every queued query in one
-    batch (up to ``max_batch``). One forward pass over 8 short queries costs about a third
+    batch (up to ``max_batch``). One forward pass over 8 short queries costs less than half
     of 8 passes over one (docs/benchmarks.md), so under concurrent recalls the model's CPU
     per query falls while a lone query is not delayed."""
 

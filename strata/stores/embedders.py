@@ -140,9 +140,9 @@ class MiniLMEmbedder:
 
         The model is called directly (tokenizer, BERT, mean pooling over the attention
         mask, unit length): the same vectors as ``SentenceTransformer.encode`` (to float
-        rounding; ``tests/unit/test_embedders.py``) at a third of its cost for one short
-        text, where sentence-transformers' per-call work dominates. Texts are sorted by
-        length and padded per batch, as sentence-transformers does."""
+        rounding; ``tests/unit/test_embedders.py``) and about the same cost
+        (``bench/write_path.py``). Texts are sorted by length and padded per batch, as
+        sentence-transformers does."""
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32), []
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
