@@ -28,7 +28,7 @@ class Extractor:
                  claim_idle_ms: int = 60_000) -> None:
         parsed = Settings(**settings)
         self._redis = RedisStore(parsed.redis_url, parsed.redis_prefix)
-        self._shards = ShardDirectory(settings, parsed.session_shards, namespace)
+        self._shards = ShardDirectory.find(parsed.session_shards, namespace)
         self._workers = [
             ExtractionWorker(self._redis, make_extractor(parsed), self._write, consumer,
                              claim_idle_ms, queue=queue) for queue in (QUEUE_HIGH, QUEUE_LOW)]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.boundary import strata_errors
 from strata.errors import VectorStoreError
@@ -148,9 +149,14 @@ class RemoteVectorStore:
 
 
 def start_store_owner(settings: Settings, dim: int, namespace: str | None = None) -> Any:
-    """Start (or find) the named StoreOwner for a lite URI; returns its handle."""
+    """Start (or find) the named StoreOwner for a lite URI; returns its handle.
+
+    It is pinned to the node that starts it: the milvus-lite file is on that node's disk.
+    """
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     return StoreOwner.options(  # type: ignore[attr-defined]
-        name=OWNER_NAME, namespace=namespace, get_if_exists=True, lifetime="detached"
+        name=OWNER_NAME, namespace=namespace, get_if_exists=True, lifetime="detached",
+        scheduling_strategy=here,
     ).remote(settings, dim)
 
 

@@ -658,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         serve_main.start(settings)
         wait_ready(base)
         owner = ray.get_actor(OWNER_NAME, namespace=serve_main.NAMESPACE)
-        handles = ShardDirectory(settings.model_dump(mode="json"), settings.session_shards,
+        handles = ShardDirectory.start(settings.model_dump(mode="json"), settings.session_shards,
                                  serve_main.NAMESPACE).handles
         print(f"  app ready [{time.perf_counter() - t0:.0f} s]; flush policy "
               f"{settings.flush_unflushed_rows} rows or {settings.flush_interval_s:g} s",

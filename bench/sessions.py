@@ -504,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_main.start(settings)
         base = f"http://127.0.0.1:{settings.http_port}"
         wait_ready(base)
-        directory = ShardDirectory(settings_json, shards, serve_main.NAMESPACE)
+        directory = ShardDirectory.start(settings_json, shards, serve_main.NAMESPACE)
         handles = directory.handles
         pids = ray.get([h.pid.remote() for h in handles])
         print(f"  app ready (store owner, {shards} shards, Serve) "

@@ -97,7 +97,7 @@ def sweep_all(settings: Settings, dry_run: bool, namespace: str = NAMESPACE,
     now = time.time()
     policy = DecayPolicy()
     redis = RedisStore(settings.redis_url, settings.redis_prefix)
-    shards = ShardDirectory(settings.model_dump(mode="json"), settings.session_shards, namespace)
+    shards = ShardDirectory.find(settings.session_shards, namespace)
     planned = plan(settings, policy, now, namespace)
     users = planned.users | set(redis.users())
     sessions = redis.archived_before(now - settings.archive_retention_days * 86400,

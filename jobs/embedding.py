@@ -34,16 +34,17 @@ class PoolShape:
         return f"PoolShape(cpus={self.cpus}, threads={self.threads})"
 
 
-def pool_shape(actors: int, node_cpus: list[float], available_cpus: float) -> PoolShape:
-    """Threads: a node's cores over the actors it will hold. CPUs: that, if Ray has it free.
+def pool_shape(actors: int, node_cpus: list[float], node_free: float) -> PoolShape:
+    """Threads: a node's cores over the actors it will hold. CPUs: that, if a node has it free.
 
-    Ray wants whole CPU counts above one, and an actor pool that asks for more than is free
-    never starts (a running Strata holds a few hundredths of a CPU per shard), so the
-    request shrinks to what is free while the thread count stays at the node's share.
+    Ray wants whole CPU counts above one, and an actor pool that asks for more than one node
+    has free never starts (a running Strata holds a few hundredths of a CPU per shard on
+    each node), so the request shrinks to what the freest node has while the thread count
+    stays at the node's share. ``node_free``: the free CPUs of the freest node.
     """
     per_node = math.ceil(actors / max(1, len(node_cpus)))
     threads = max(1, int(max(node_cpus, default=1.0) // per_node))
-    free_each = available_cpus / actors
+    free_each = node_free / per_node
     if free_each >= threads:
         cpus = float(threads)
     elif free_each >= 1:
@@ -82,8 +83,13 @@ class Embedded(dict[str, list[float]]):
 
 
 def _cluster_cpus() -> tuple[list[float], float]:
+    """Each live node's CPUs, and the free CPUs of the freest node (an actor fits on one)."""
     nodes = [float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n["Alive"]]
-    return nodes, float(ray.available_resources().get("CPU", 0.0))
+    # Ray's public API gives the cluster's sum only; the sum of two nodes' 1.99 free CPUs
+    # would ask for 2 CPUs that no node has, and the pool would never start
+    per_node = ray._private.state.available_resources_per_node()
+    freest = max((float(r.get("CPU", 0.0)) for r in per_node.values()), default=0.0)
+    return nodes, freest
 
 
 def embed_texts(ids: list[str], texts: list[str], settings: Settings, actors: int = 1,

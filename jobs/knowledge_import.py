@@ -21,8 +21,15 @@ import yaml
 from actors.directory import running_settings
 from actors.store_owner import vector_store_for
 from jobs.embedding import DEFAULT_BATCH, embed_texts
-from strata.layers.knowledge import ImportReport, KnowledgeBase, ValidationQuestion, read_folder
+from strata.layers.knowledge import (
+    ImportReport,
+    KnowledgeBase,
+    ValidationQuestion,
+    import_lock_name,
+    read_folder,
+)
 from strata.settings import Settings
+from strata.stores.coordination import ClusterLock
 from strata.stores.embedders import make_embedder
 
 NAMESPACE = "strata"
@@ -36,13 +43,17 @@ def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQu
     print(f"{len(docs)} documents from {path}", flush=True)
     probe = make_embedder(settings)
     kb = KnowledgeBase(vector_store_for(settings, probe.dim, NAMESPACE), probe.model_id)
-    plan = kb.plan(tenant, docs)
-    print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
-          f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates", flush=True)
-    vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings, actors,
-                          batch_size, actor_cpus=actor_cpus)
-    report = kb.commit(plan, [vectors[c.id] for c in plan.add],
-                       lambda qs: [v.tolist() for v in probe.encode(qs)], validate)
+    lock = ClusterLock(settings.redis_url, settings.redis_prefix)
+    with lock.hold(import_lock_name(tenant)):  # no import through the API meanwhile
+        plan = kb.plan(tenant, docs)
+        print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
+              f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates",
+              flush=True)
+        vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings,
+                              actors, batch_size, actor_cpus=actor_cpus)
+        report = kb.commit(plan, [vectors[c.id] for c in plan.add],
+                           lambda qs: [v.tolist() for v in probe.encode(qs)], validate)
+    lock.close()
     print(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
     return report, vectors.nodes
 

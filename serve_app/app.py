@@ -27,6 +27,9 @@ class AppArgs(BaseModel):
     embedder_replicas: int = Field(default=1, ge=1)
     ingress_replicas: int = Field(default=1, ge=1)
     recall_replicas: int = Field(default=1, ge=1)
+    require_api_keys: bool = Field(default=False, description=(
+        "refuse to build without STRATA_API_KEYS: set where the proxy listens beyond "
+        "127.0.0.1 (without keys the development key 'dev' is accepted)"))
 
 
 def deployment_settings(args: AppArgs) -> dict[str, Any]:
@@ -38,6 +41,9 @@ def deployment_settings(args: AppArgs) -> dict[str, Any]:
 def build_app(args: dict[str, Any] | AppArgs) -> Application:
     parsed = args if isinstance(args, AppArgs) else AppArgs.model_validate(args)
     settings = deployment_settings(parsed)
+    if parsed.require_api_keys and not settings["api_keys"]:
+        raise ValueError("STRATA_API_KEYS is required: this application listens beyond "
+                         "127.0.0.1 and would otherwise accept the development key 'dev'")
     embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas).bind(settings)
     recall = RecallDeployment.options(num_replicas=parsed.recall_replicas).bind(
         settings, embedder, parsed.namespace)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from typing import Any, cast
 
@@ -18,14 +20,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from starlette.background import BackgroundTask
 
+from actors.bootstrap import ensure_backend
 from actors.boundary import strata_errors
-from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes, router
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
-from strata.layers.knowledge import DocumentIn, ImportReport, KnowledgeBase, ValidationQuestion
+from strata.layers.knowledge import (
+    DocumentIn,
+    ImportReport,
+    KnowledgeBase,
+    ValidationQuestion,
+    import_lock_name,
+)
 from strata.layers.memories import MemoryCreate, MemoryPatch
 from strata.layers.sessions import TurnAck, TurnIn
 from strata.layers.shard_longterm import MemoryAnswer
@@ -34,12 +42,14 @@ from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
 from strata.recall.service import LayerCandidates, RecallService, assemble
 from strata.runtime import check_ready
 from strata.settings import Settings
+from strata.stores.coordination import ClusterLock, MetricsBoard
 from strata.stores.ports import QueryEmbedding
 from strata.stores.redis import RedisStore
 from strata.stores.snapshot import KnowledgeSnapshot
 
 logger = logging.getLogger(__name__)
 REINFORCE_EVERY_S = 0.5  # recalls' reinforcements gathered this long, then sent per shard
+PUBLISH_EVERY_S = 5.0  # a replica's metric counts reach Redis this often while it serves
 
 
 def _body_limit() -> int:
@@ -63,6 +73,7 @@ async def _count(request: Request, call_next: Any) -> Any:
     path = getattr(route, "path", "unmatched")
     metrics.observe_request(path, request.method, response.status_code,
                             time.perf_counter() - started)
+    cast("IngressService", serve.get_replica_context().servable_object).counted()
     return response
 
 
@@ -127,12 +138,18 @@ class IngressService(InspectorRoutes):
         self._recall = recall
         self._namespace = namespace
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
-        self._shards = ShardDirectory(settings, self._settings.session_shards, namespace)
+        # deployed alone (serve deploy, a RayService), the app starts what it needs itself
+        self._shards = ensure_backend(self._settings, namespace)
         self._dim: int | None = None
         self._kb: KnowledgeBase | None = None
         self._kb_recall: RecallService | None = None
         self._kb_snapshot: KnowledgeSnapshot | None = None
-        self._import_locks: dict[str, asyncio.Lock] = {}
+        self._import_locks: dict[str, asyncio.Lock] = {}  # this replica's imports
+        # … and every other replica's and job's: the lock is in Redis
+        self._cluster_lock = ClusterLock(self._settings.redis_url, self._settings.redis_prefix)
+        self._metrics_board = MetricsBoard(self._settings.redis_url, self._settings.redis_prefix)
+        self._replica = f"{socket.gethostname()}:{os.getpid()}"
+        self._publisher: asyncio.Task[None] | None = None
         self._returned: list[tuple[Scope, list[str]]] = []  # recalls' items, to reinforce
         self._reinforcer: asyncio.Task[None] | None = None
 
@@ -186,7 +203,27 @@ class IngressService(InspectorRoutes):
                 metrics.update_flush(await owner.stats.remote())
             except Exception as exc:  # metrics never fail the scrape
                 logger.warning("metrics: flush stats unavailable: %s", exc)
-        return Response(content=metrics.render(), media_type="text/plain; version=0.0.4")
+        try:  # every replica's counts, this one's up to now
+            await asyncio.to_thread(self._metrics_board.publish, self._replica,
+                                    metrics.local_samples())
+            summed = await asyncio.to_thread(self._metrics_board.gather)
+        except StrataError as exc:
+            logger.warning("metrics: other replicas' counts unavailable: %s", exc.detail)
+            summed = None
+        return Response(content=metrics.render(summed), media_type="text/plain; version=0.0.4")
+
+    def counted(self) -> None:
+        """A request was counted: publish this replica's counts within PUBLISH_EVERY_S."""
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.create_task(self._publish_soon())
+
+    async def _publish_soon(self) -> None:
+        await asyncio.sleep(PUBLISH_EVERY_S)
+        try:
+            await asyncio.to_thread(self._metrics_board.publish, self._replica,
+                                    metrics.local_samples())
+        except StrataError as exc:  # the next request or scrape publishes again
+            logger.warning("metrics: publish failed: %s", exc.detail)
 
     # -- sessions (working memory) -------------------------------------------------------
     @api.post("/v1/sessions/{session_id}/turns")
@@ -435,22 +472,30 @@ class IngressService(InspectorRoutes):
 
     async def import_knowledge(self, tenant: str, documents: list[DocumentIn],
                                validate: list[ValidationQuestion]) -> ImportReport:
-        """Plan, embed (batched on the Embedder deployment), write, validate, flip."""
         kb = await self._knowledge()
         lock = self._import_locks.setdefault(tenant, asyncio.Lock())
-        async with lock:  # one import per tenant at a time
-            plan = await asyncio.to_thread(kb.plan, tenant, documents)
-            vectors: list[list[float]] = []
-            texts = [c.text for c in plan.add]
-            for start in range(0, len(texts), 256):
-                vectors.extend(await self._embedder.encode_many.remote(texts[start:start + 256]))
-            questions = [q.question for q in validate]
-            query_vectors = await self._embedder.encode_many.remote(questions) if questions else []
-            report = await asyncio.to_thread(kb.commit, plan, vectors,
-                                             lambda _: query_vectors, validate)
-            if self._kb_snapshot is not None:
-                self._kb_snapshot.invalidate(Scope.shared(tenant))
-            return report
+        async with lock:  # one import per tenant at a time, here and in the whole cluster
+            held = await asyncio.to_thread(self._cluster_lock.acquire, import_lock_name(tenant))
+            try:
+                return await self._import_held(kb, tenant, documents, validate)
+            finally:
+                await asyncio.to_thread(held.release)
+
+    async def _import_held(self, kb: KnowledgeBase, tenant: str, documents: list[DocumentIn],
+                           validate: list[ValidationQuestion]) -> ImportReport:
+        """Plan, embed (batched on the Embedder deployment), write, validate, flip."""
+        plan = await asyncio.to_thread(kb.plan, tenant, documents)
+        vectors: list[list[float]] = []
+        texts = [c.text for c in plan.add]
+        for start in range(0, len(texts), 256):
+            vectors.extend(await self._embedder.encode_many.remote(texts[start:start + 256]))
+        questions = [q.question for q in validate]
+        query_vectors = await self._embedder.encode_many.remote(questions) if questions else []
+        report = await asyncio.to_thread(kb.commit, plan, vectors,
+                                         lambda _: query_vectors, validate)
+        if self._kb_snapshot is not None:
+            self._kb_snapshot.invalidate(Scope.shared(tenant))
+        return report
 
     @api.post("/v1/knowledge/documents")
     async def post_documents(self, body: ImportRequest, request: Request) -> JSONResponse:

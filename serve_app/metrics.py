@@ -1,14 +1,19 @@
-"""Prometheus metrics of the ingress replica (one registry per replica process)."""
+"""Prometheus metrics: each ingress replica counts in its own registry and publishes the
+counts to Redis (``MetricsBoard``); a scrape of any replica answers the cluster's sums."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 
+from strata.stores.coordination import MetricSamples
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
-__all__ = ["REGISTRY", "observe_recall", "observe_request", "render", "update_backlog"]
+__all__ = ["REGISTRY", "local_samples", "observe_recall", "observe_request", "render",
+           "update_backlog"]
 
 REGISTRY = CollectorRegistry()
 REQUESTS = Counter("strata_requests_total", "HTTP requests", ["route", "method", "status"],
@@ -61,5 +66,38 @@ def update_flush(stats: dict[str, float]) -> None:
     FLUSHES.set(stats.get("flushes", 0.0))
 
 
-def render() -> bytes:
-    return generate_latest(REGISTRY)
+def local_samples() -> MetricSamples:
+    """This replica's counters and histograms (cumulative), to be summed across replicas.
+
+    Gauges are left out: they are read from Redis or the store owner at scrape time.
+    """
+    return [(family.name, family.type, family.documentation,
+             [(s.name, dict(s.labels), s.value) for s in family.samples
+              if not s.name.endswith("_created")])
+            for family in REGISTRY.collect() if family.type in ("counter", "histogram")]
+
+
+class _Summed:
+    """A collector that yields the cluster's sums, then this replica's gauges."""
+
+    def __init__(self, summed: MetricSamples) -> None:
+        self._summed = summed
+
+    def collect(self) -> Iterator[Metric]:
+        for name, kind, doc, samples in self._summed:
+            family = Metric(name, doc, kind)
+            for sample, labels, value in samples:
+                family.add_sample(sample, labels, value)
+            yield family
+        for family in REGISTRY.collect():
+            if family.type == "gauge":
+                yield family
+
+
+def render(summed: MetricSamples | None = None) -> bytes:
+    """The exposition: the cluster's sums when given, else this replica's own registry."""
+    if summed is None:
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Summed(summed))  # type: ignore[arg-type]
+    return generate_latest(registry)

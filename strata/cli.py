@@ -150,14 +150,39 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _job(args: argparse.Namespace) -> int:
-    """Submit a Ray job (``ray job submit``), or run it here with --local."""
+    """Run a batch job against the running Strata: submitted to its Ray (``ray job submit``),
+    or, with --local, run here as a driver that joins that Ray."""
     import subprocess
+    from pathlib import Path
 
-    command = [sys.executable, "-m", f"jobs.{args.name}", *args.job_args]
-    if not args.local:
-        command = ["ray", "job", "submit", "--working-dir", ".", "--", "python", "-m",
-                   f"jobs.{args.name}", *args.job_args]
-    return subprocess.call(command)
+    from strata.runtime import RayEndpoint
+
+    env = dict(os.environ)
+    module = ["-m", f"jobs.{args.name}"]
+    ray_cli = Path(sys.executable).parent / "ray"
+    submit = [str(ray_cli) if ray_cli.exists() else "ray", "job", "submit"]
+    if env.get("RAY_ADDRESS"):  # a cluster, addressed the way Ray's own tools are
+        command = ([sys.executable, *module, *args.job_args] if args.local else
+                   [*submit, "--working-dir", ".", "--", "python", *module, *args.job_args])
+        return subprocess.call(command, env=env)
+    data_dir = Settings().data_dir
+    endpoint = RayEndpoint.read(data_dir)
+    if endpoint is None:
+        print(f"no running `strata serve` found: no live {RayEndpoint.path(data_dir)}; "
+              "start it with `make run`, set STRATA_DATA_DIR to its data directory, or set "
+              "RAY_ADDRESS to your cluster", file=sys.stderr)
+        return 2
+    if endpoint.auth_mode == "token":
+        env.setdefault("RAY_AUTH_MODE", "token")  # the token is in ~/.ray/auth_token
+    if args.local:
+        env["RAY_ADDRESS"] = endpoint.gcs_address
+        return subprocess.call([sys.executable, *module, *args.job_args], env=env)
+    # the job runs on this machine, in Ray's working directory: files named by relative
+    # paths are passed as absolute ones
+    job_args = [str(Path(a).resolve()) if not a.startswith("-") and Path(a).exists() else a
+                for a in args.job_args]
+    return subprocess.call([*submit, "--address", endpoint.dashboard_url, "--", "python",
+                            *module, *job_args], env=env)
 
 
 def _positive(text: str) -> int:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from strata.errors import StrataError
 from strata.settings import Settings
@@ -14,7 +17,7 @@ from strata.stores.ports import Embedder, VectorStore
 from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis
 
-__all__ = ["LocalServices", "Stores", "check_ready", "open_milvus"]
+__all__ = ["LocalServices", "RayEndpoint", "Stores", "check_ready", "open_milvus"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +77,44 @@ class LocalServices:
     def __exit__(self, *exc: object) -> None:
         if self._redis is not None:
             self._redis.stop()
+
+
+class RayEndpoint(BaseModel):
+    """Where the Ray cluster that ``strata serve`` started can be reached.
+
+    Written to ``<data_dir>/ray.json`` while the service runs, so ``strata job`` and the
+    batch jobs find the running service's Ray (its GCS for drivers, its dashboard for
+    ``ray job submit``) instead of starting or guessing another one.
+    """
+
+    gcs_address: str
+    dashboard_url: str
+    namespace: str
+    auth_mode: str = "disabled"  # "token": clients need RAY_AUTH_MODE=token and the token
+    pid: int
+
+    @staticmethod
+    def path(data_dir: Path) -> Path:
+        return data_dir / "ray.json"
+
+    def write(self, data_dir: Path) -> None:
+        target = self.path(data_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".json.tmp")
+        partial.write_text(self.model_dump_json())
+        partial.replace(target)
+
+    @classmethod
+    def read(cls, data_dir: Path) -> RayEndpoint | None:
+        """The endpoint of a running service, or None (no file, or its process is gone)."""
+        try:
+            endpoint = cls.model_validate_json(cls.path(data_dir).read_text())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(endpoint.pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # alive, another user's
+            pass
+        return endpoint

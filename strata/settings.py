@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     openai_embed_dim: int = 1536
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, ge=1, le=65535)
+    ray_dashboard_port: int = Field(default=8265, ge=0, le=65535, description=(
+        "the dashboard (and job API) of the local Ray that `strata serve` starts; taken or "
+        "0: a free port (written to <data_dir>/ray.json). Unused with RAY_ADDRESS"))
     api_keys: dict[str, ApiKey] = Field(
         default_factory=dict,
         description='JSON: {"<key>": {"tenant": "acme", "role": "admin"}}. Empty → dev key.',
@@ -101,6 +104,12 @@ class Settings(BaseSettings):
         "a crash loses at most this much of it, never a memory"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
                                  description="most turns in one batch append")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        # the settings travel to actors and jobs whose working directory is another one
+        return value.absolute()
 
     @field_validator("milvus_uri")
     @classmethod

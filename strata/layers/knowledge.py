@@ -32,7 +32,7 @@ from strata.models import (
 from strata.stores.ports import VectorStore
 
 __all__ = ["DocumentIn", "DocumentSummary", "ImportPlan", "ImportReport", "KnowledgeBase",
-           "ValidationQuestion", "chunk_text", "content_hash", "read_folder"]
+           "ValidationQuestion", "chunk_text", "content_hash", "import_lock_name", "read_folder"]
 
 logger = logging.getLogger(__name__)
 CHUNK_MIN, CHUNK_MAX, OVERLAP = 300, 500, 60
@@ -52,6 +52,12 @@ class DocumentIn(BaseModel):
 class ValidationQuestion(BaseModel):
     question: str = Field(min_length=1)
     expect_doc_id: str
+
+
+def import_lock_name(tenant: str) -> str:
+    """The cluster-wide lock one tenant's imports take (API and job alike): two imports
+    planned against the same versions would both add, and both deprecate, the same chunks."""
+    return f"knowledge-import:{tenant}"
 
 
 def read_folder(path: Path) -> list[DocumentIn]:

@@ -41,7 +41,7 @@ def main() -> int:
         settings = Settings(data_dir=tmp, embedder="hash", hash_dim=64, redis_url=redis.url,
                             session_shards=2)
         ray.get(start_store_owner(settings, 64, NAMESPACE).call.remote("ping"))
-        shards = ShardDirectory(settings.model_dump(mode="json"), 2, NAMESPACE)
+        shards = ShardDirectory.start(settings.model_dump(mode="json"), 2, NAMESPACE)
         shard_nodes = ray.get([h.node_id.remote() for h in shards.handles])
         for i in range(12):
             scope = Scope(tenant="acme", user=f"user{i}")
