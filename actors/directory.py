@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -60,15 +61,17 @@ class ShardDirectory:
     def for_scope(self, scope: Scope) -> Any:
         return self.handles[self.ring.shard_for(scope)]
 
-    def shutdown(self) -> None:
-        """Snapshot and stop every shard; one that cannot answer (its node is gone) is
-        killed anyway: its sessions are in Redis (snapshot + WAL) already."""
-        for i, handle in enumerate(self.handles):
+    def shutdown(self, timeout_s: float = 30) -> None:
+        """Snapshot and stop every shard, all at once; one that cannot answer in time (its
+        node is gone) is killed anyway: its sessions are in Redis (snapshot + WAL) already."""
+        pending = [handle.shutdown.remote() for handle in self.handles]
+        for i, ref in enumerate(pending):
             try:
-                ray.get(handle.shutdown.remote(), timeout=30)
+                ray.get(ref, timeout=timeout_s)
             except (RayError, GetTimeoutError) as exc:
                 logger.warning("shard %s did not shut down cleanly: %s", i, exc)
-            finally:
+        for handle in self.handles:
+            with contextlib.suppress(RayError):
                 ray.kill(handle, no_restart=True)
 
 

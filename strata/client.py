@@ -51,7 +51,8 @@ class RetryPolicy:
     waits ``backoff_s * 2**(n-1)`` with jitter (between half and all of it), or what the
     server's ``Retry-After`` says; no wait exceeds ``max_wait_s``. A connection error after
     the request was sent is retried only for requests that are safe to repeat (reads,
-    deletes, turns with their ``turn_id``, recall).
+    deletes, turns with their ``turn_id``, recall), and so is, for those, a 502/504 or a 500
+    that is not Strata's own error (a proxy that lost its replica with a node).
     """
 
     attempts: int = 4
@@ -134,12 +135,28 @@ def _next_wait(policy: RetryPolicy, retry: int, request: _Request,
     if not request.retry or retry + 1 >= policy.attempts:
         return None
     if isinstance(outcome, httpx.Response):
-        if outcome.status_code != 503:
-            return None
-        return policy.wait_s(retry, outcome.headers.get("retry-after"))
+        if outcome.status_code == 503:
+            return policy.wait_s(retry, outcome.headers.get("retry-after"))
+        if request.safe_to_repeat and _lost_before_strata(outcome):
+            return policy.wait_s(retry)
+        return None
     if isinstance(outcome, _NOT_SENT) or request.safe_to_repeat:
         return policy.wait_s(retry)
     return None
+
+
+def _lost_before_strata(resp: httpx.Response) -> bool:
+    """A gateway error, or a 500 that is not Strata's ``{error, detail}``: the request died
+    on its way (a proxy whose replica was lost with its node), not in Strata's code."""
+    if resp.status_code in (502, 504):
+        return True
+    if resp.status_code != 500:
+        return False
+    try:
+        body = resp.json()
+    except ValueError:
+        return True
+    return not (isinstance(body, dict) and "error" in body)
 
 
 def _read(resp: httpx.Response, text: bool = False) -> Any:

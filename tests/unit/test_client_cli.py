@@ -92,9 +92,12 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_cli_commands() -> list[list[str]]:
-    """Every ``.venv/bin/strata …`` line of the README, as argv (placeholders filled in)."""
+    """Every ``.venv/bin/strata …`` line of the README that talks HTTP, as argv (placeholders
+    filled in); the `strata job` lines run against a live service in
+    tests/integration/test_strata_serve.py."""
     lines = [line.strip() for line in README.read_text().splitlines()
-             if line.strip().startswith(".venv/bin/strata ")]
+             if line.strip().startswith(".venv/bin/strata ")
+             and not line.strip().startswith(".venv/bin/strata job ")]
     return [shlex.split(line.replace("<memory id>", "m1"), comments=True)[1:]
             for line in lines]
 

@@ -14,7 +14,7 @@ import pytest
 
 from strata import AsyncClient, Client
 from strata.client import NO_RETRY, RetryPolicy
-from strata.errors import BackendUnavailable, NotFound
+from strata.errors import BackendUnavailable, NotFound, StrataError
 
 FAST = RetryPolicy(attempts=4, backoff_s=0.001, max_wait_s=0.01)
 CLIENT_TURN_ID = re.compile(r"^c-[0-9a-f]{32}$")
@@ -148,6 +148,24 @@ def test_other_errors_are_not_retried() -> None:
     with pytest.raises(NotFound):
         client(wire).history("ann", "m1")
     assert len(wire.requests) == 1
+
+
+def test_a_proxy_that_lost_its_replica_is_retried_only_where_safe() -> None:
+    """Serve's proxy answers a plain-text 500 when the replica died with its node: a turn
+    (its turn_id makes it safe) is sent again; Strata's own 500 and a new memory are not."""
+    lost = httpx.Response(500, text="Internal Server Error")
+    turn = Wire(lost, httpx.Response(502, text="Bad Gateway"), httpx.Response(200, json={}))
+    client(turn).add_turn("s1", "ann", "user", "hi")
+    assert len(turn.requests) == 3
+    assert len({body["turn_id"] for body in turn.bodies()}) == 1
+    ours = Wire(httpx.Response(500, json={"error": "internal", "detail": "a bug"}))
+    with pytest.raises(StrataError):
+        client(ours).add_turn("s1", "ann", "user", "hi")
+    assert len(ours.requests) == 1
+    memory = Wire(httpx.Response(500, text="Internal Server Error"))
+    with pytest.raises(StrataError):
+        client(memory).remember("ann", key="k", value="v")
+    assert len(memory.requests) == 1
 
 
 def test_retry_after_is_honoured_and_capped() -> None:
