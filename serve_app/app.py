@@ -14,6 +14,8 @@ from strata.settings import Settings
 
 __all__ = ["AppArgs", "build_app"]
 
+HEAD_NODE = "node:__internal_head__"  # the resource Ray gives the head node only
+
 
 class AppArgs(BaseModel):
     """Arguments of the Strata application.
@@ -27,6 +29,9 @@ class AppArgs(BaseModel):
     embedder_replicas: int = Field(default=1, ge=1)
     ingress_replicas: int = Field(default=1, ge=1)
     recall_replicas: int = Field(default=1, ge=1)
+    on_head: bool = Field(default=False, description=(
+        "place every replica on the head node (`strata serve`: its one HTTP proxy is there, "
+        "so a lost worker node cannot take the whole API down with it)"))
     require_api_keys: bool = Field(default=False, description=(
         "refuse to build without STRATA_API_KEYS: set where the proxy listens beyond "
         "127.0.0.1 (without keys the development key 'dev' is accepted)"))
@@ -44,8 +49,12 @@ def build_app(args: dict[str, Any] | AppArgs) -> Application:
     if parsed.require_api_keys and not settings["api_keys"]:
         raise ValueError("STRATA_API_KEYS is required: this application listens beyond "
                          "127.0.0.1 and would otherwise accept the development key 'dev'")
-    embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas).bind(settings)
-    recall = RecallDeployment.options(num_replicas=parsed.recall_replicas).bind(
+    placed: dict[str, Any] = (
+        {"ray_actor_options": {"num_cpus": 0, "resources": {HEAD_NODE: 0.001}}}
+        if parsed.on_head else {})
+    embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas,
+                                          **placed).bind(settings)
+    recall = RecallDeployment.options(num_replicas=parsed.recall_replicas, **placed).bind(
         settings, embedder, parsed.namespace)
-    return IngressDeployment.options(num_replicas=parsed.ingress_replicas).bind(
+    return IngressDeployment.options(num_replicas=parsed.ingress_replicas, **placed).bind(
         settings, embedder, recall, parsed.namespace)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ray import serve
 
+from serve_app.options import STOP_QUICKLY
 from strata.recall.late import embed_queries, late_scorer
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
@@ -46,5 +47,5 @@ class EmbedderService:
 
 
 EmbedderDeployment = serve.deployment(
-    name="Embedder", ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64
+    name="Embedder", ray_actor_options={"num_cpus": 0}, **STOP_QUICKLY, max_ongoing_requests=64
 )(EmbedderService)

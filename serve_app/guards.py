@@ -8,7 +8,9 @@ JSON, and one error shape for every failure.
   ``MAX_JSON_DEPTH``, NaN and Infinity, and integers too long to convert.
 - ``install`` sets both up and answers every error as ``{"error": code, "detail": text}``:
   Strata's own, FastAPI's validation and JSON errors, Starlette's 404 and 405, and any
-  unexpected exception (logged; the answer names no internals).
+  unexpected exception (logged; the answer names no internals). The OpenAPI document says
+  so: every operation lists the client errors of ``strata.errors`` with ``ErrorBody`` (in
+  place of FastAPI's default 422 body, which Strata never sends).
 """
 
 from __future__ import annotations
@@ -23,12 +25,23 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strata.errors import InvalidInput, PayloadTooLarge, StrataError
+from strata.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    LimitExceeded,
+    NotFound,
+    PayloadTooLarge,
+    StrataError,
+    Unauthorized,
+)
 
-__all__ = ["MAX_JSON_DEPTH", "BodyLimit", "StrictJSONRoute", "install", "parse_json"]
+__all__ = ["ERROR_RESPONSES", "MAX_JSON_DEPTH", "BodyLimit", "ErrorBody", "StrictJSONRoute",
+           "install", "parse_json"]
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +180,26 @@ async def _too_large(size: int, limit: int, scope: Scope, receive: Receive, send
 
 
 # -- one error shape --------------------------------------------------------------------------
+class ErrorBody(BaseModel):
+    """The body of every error answer (a failed knowledge import adds its report beside)."""
+
+    error: str = Field(description="a stable code: invalid_input, not_found, forbidden, …")
+    detail: str = Field(description="what went wrong, for a person to read")
+
+
+# what any operation may answer besides its own result, as the OpenAPI document shows it
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    error.status_code: {"model": ErrorBody, "description": description}
+    for error, description in (
+        (Unauthorized, "no API key, or an unknown one"),
+        (Forbidden, "the key's role may not do this"),
+        (NotFound, "no such route, session, memory or document"),
+        (Conflict, "the write contradicts what is stored"),
+        (PayloadTooLarge, "the body is over STRATA_MAX_BODY_BYTES; it was not read"),
+        (InvalidInput, "invalid input; nothing was written"),
+        (LimitExceeded, "a per-scope cap or a queue bound was reached"))}
+
+
 async def _strata_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StrataError)
     return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
@@ -206,6 +239,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install(api: FastAPI, body_limit: Callable[[], int]) -> None:
     """Guard ``api``: call before its routes are declared (they take the strict route class)."""
     api.router.route_class = StrictJSONRoute
+    api.router.responses = {**ERROR_RESPONSES, **api.router.responses}
     api.add_middleware(BodyLimit, limit=body_limit)
     api.add_exception_handler(StrataError, _strata_error)
     api.add_exception_handler(RequestValidationError, _validation_error)

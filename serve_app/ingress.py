@@ -25,6 +25,7 @@ from actors.boundary import strata_errors
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes, router
+from serve_app.options import STOP_QUICKLY
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.layers.knowledge import (
@@ -457,7 +458,9 @@ class IngressService(InspectorRoutes):
 
     @api.delete("/v1/users/{user_id}")
     async def delete_user(self, user_id: str, request: Request) -> dict[str, Any]:
-        scope = self._memory_scope(request, user_id)
+        principal = self._principal(request)
+        principal.require_admin()  # it erases procedures and source-admin memories too
+        scope = scope_for(principal, user_id)
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).delete_user.remote(scope))
         return {"deleted_user": user_id, **result}
@@ -530,5 +533,5 @@ class IngressService(InspectorRoutes):
 
 
 IngressDeployment = serve.deployment(
-    name="Ingress", ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256
+    name="Ingress", ray_actor_options={"num_cpus": 0}, **STOP_QUICKLY, max_ongoing_requests=256
 )(serve.ingress(api)(IngressService))

@@ -6,8 +6,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,80 +18,62 @@ from actors.bootstrap import ensure_backend
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME
 from serve_app.app import AppArgs, build_app
+from serve_app.local_ray import LocalRay
 from strata.runtime import LocalServices, RayEndpoint
 from strata.settings import Settings
-from strata.stores.redis_server import free_port
 
 __all__ = ["serve_forever", "start"]
 
 logger = logging.getLogger(__name__)
 NAMESPACE = "strata"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+STOP_DEADLINE_S = 8.0  # a healthy stop takes ~4 s (docs/benchmarks.md)
 
 
-def connect_ray(settings: Settings) -> RayEndpoint | None:
+def connect_ray(settings: Settings) -> LocalRay | None:
     """Join the cluster at RAY_ADDRESS, or start a local Ray that other processes can reach.
 
-    The local one is a head node with its dashboard on ``settings.ray_dashboard_port`` (the
-    job API ``ray job submit`` and ``strata job`` use); the endpoint is returned so the
-    caller can publish it. Joining a cluster returns None: the cluster is the user's.
+    Joining a cluster returns None: the cluster is the user's. Otherwise the local head
+    (``LocalRay``: its dashboard and job API on ``settings.ray_dashboard_port``) is returned
+    for the caller to publish (``endpoint``) and stop.
     """
     address = os.environ.get("RAY_ADDRESS")
-    if address:
-        _token_auth_if_available()
+    if address:  # `strata serve` has set RAY_AUTH_MODE as the cluster needs it
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
         return None
-    # jobs submitted to this Ray run `python …` with this process's PATH: make it the
-    # environment Strata is installed in
-    bindir = str(Path(sys.executable).parent)
-    os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    # a new local instance runs its workers at the driver's priority: Ray's default
-    # (nice 15) lets any other process on the machine delay every recall
-    context = ray.init(address="local", namespace=NAMESPACE, include_dashboard=True,
-                       dashboard_host="127.0.0.1",
-                       dashboard_port=_free_or_any(settings.ray_dashboard_port),
-                       log_to_driver=False, _system_config={"worker_niceness": 0})
-    return RayEndpoint(gcs_address=context.address_info["gcs_address"],
-                       dashboard_url=f"http://{context.dashboard_url}", namespace=NAMESPACE,
-                       auth_mode=os.environ.get("RAY_AUTH_MODE", "disabled"), pid=os.getpid())
+    local = LocalRay(settings, NAMESPACE)
+    endpoint = local.start()
+    try:
+        ray.init(address=endpoint.gcs_address, namespace=NAMESPACE, log_to_driver=False)
+    except Exception:
+        local.stop()
+        raise
+    return local
 
 
-def _token_auth_if_available() -> None:
-    """Ray 2.60 clusters started with `ray start --head` use token authentication once a
-    token exists; a driver must say so (as `ray start --address` does for a node)."""
-    has_token = os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH") or (
-        Path.home() / ".ray" / "auth_token").exists()
-    if "RAY_AUTH_MODE" not in os.environ and has_token:
-        os.environ["RAY_AUTH_MODE"] = "token"
-
-
-def _free_or_any(port: int) -> int:
-    """``port`` when it can be bound on 127.0.0.1, else a free one (tests run several)."""
-    if port:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                logger.warning("Ray dashboard port %s is taken; using a free port", port)
-    return free_port()
-
-
-def start(settings: Settings) -> RayEndpoint | None:
-    """Ray (unless this process has joined one), the backend actors and the Serve app."""
-    endpoint = None if ray.is_initialized() else connect_ray(settings)
-    # the same start-up the ingress runs when the app is deployed alone; done here first
-    # so the shard pool exists before traffic
-    ensure_backend(settings, NAMESPACE)
-    # one HTTP proxy, on this node: the address printed is the one that answers (every
-    # node's proxy would bind the same port; a cluster's load balancer uses serve deploy)
-    serve.start(proxy_location="HeadOnly",
-                http_options={"host": settings.http_host, "port": settings.http_port})
-    app = build_app(AppArgs(settings=settings.model_dump(mode="json"), namespace=NAMESPACE))
-    serve.run(app, name="strata", route_prefix="/")
-    if settings.demo_knowledge and not settings.api_keys:
-        seed_demo_knowledge()
-    return endpoint
+def start(settings: Settings) -> LocalRay | None:
+    """Ray (unless this process has joined one), the backend actors and the Serve app;
+    returns the local Ray it started, if it started one."""
+    local = None if ray.is_initialized() else connect_ray(settings)
+    try:
+        # the same start-up the ingress runs when the app is deployed alone; done here first
+        # so the shard pool exists before traffic
+        ensure_backend(settings, NAMESPACE)
+        # one HTTP proxy, on this node: the address printed is the one that answers (every
+        # node's proxy would bind the same port; a cluster's load balancer uses serve deploy)
+        serve.start(proxy_location="HeadOnly",
+                    http_options={"host": settings.http_host, "port": settings.http_port})
+        app = build_app(AppArgs(settings=settings.model_dump(mode="json"),
+                                namespace=NAMESPACE, on_head=True))
+        serve.run(app, name="strata", route_prefix="/")
+        if settings.demo_knowledge and not settings.api_keys:
+            seed_demo_knowledge()
+    except BaseException:
+        if local is not None:
+            ray.shutdown()
+            local.stop()
+        raise
+    return local
 
 
 DEMO_DIR = Path(__file__).parent / "demo_knowledge"
@@ -112,9 +92,9 @@ def seed_demo_knowledge(tenant: str = "default") -> None:
 def stop(settings: Settings, shutdown_ray: bool = True) -> None:
     """Tear down the Serve app, the shards (snapshotting them) and the store owner.
 
-    Each step is bounded and logged with its duration: a signal sent to the whole process
-    group reaches Ray's own processes too, and waiting on a dead cluster helps nobody (every
-    acknowledged turn is in Redis already; the snapshots only shorten the next start).
+    Each step is bounded and logged with its duration: waiting on a Ray that stopped
+    answering helps nobody (every acknowledged turn is in Redis already; the snapshots only
+    shorten the next start).
     """
     steps: list[tuple[str, float]] = []
     started = time.monotonic()
@@ -160,13 +140,14 @@ def serve_forever(settings: Settings) -> None:
                        "(tenant 'default', role admin) on %s only", settings.http_host)
     done = threading.Event()
     started = time.monotonic()
+    local: LocalRay | None = None
+    stopped = True
     with LocalServices(settings) as effective:
         try:
-            endpoint = start(effective)
+            local = start(effective)
+            endpoint = local.endpoint if local is not None else None
             if endpoint is not None:
                 endpoint.write(effective.data_dir)
-            # after ray.init, whose own SIGTERM handler exits at once (a signal during
-            # start-up still unwinds through this ``finally``)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: done.set())
             jobs = f"; Ray jobs: {endpoint.dashboard_url}" if endpoint else ""
@@ -176,4 +157,34 @@ def serve_forever(settings: Settings) -> None:
             done.wait()
         finally:
             RayEndpoint.path(effective.data_dir).unlink(missing_ok=True)
-            stop(effective)
+            if ray.is_initialized():
+                stopped = _stop_within(effective, STOP_DEADLINE_S)
+            if local is not None:  # a started Ray is stopped, whatever else happened
+                local.stop()
+    if not stopped:  # Ray's own atexit would wait on the cluster again
+        os._exit(0)
+
+
+def _stop_within(settings: Settings, deadline_s: float) -> bool:
+    """``stop``, given up after ``deadline_s`` (a Ray that stopped answering would hold every
+    call a minute). Nothing is lost by giving up: every acknowledged turn and queued job is
+    in Redis already."""
+    finished = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            stop(settings)
+        except BaseException as exc:  # handed to the caller's thread below
+            failed.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    if finished.wait(deadline_s):
+        if failed:
+            raise failed[0]
+        return True
+    logger.warning("Ray did not answer within %.0fs: exiting without the graceful steps",
+                   deadline_s)
+    return False

@@ -10,6 +10,7 @@ from typing import Any
 from ray import serve
 
 from actors.store_owner import vector_store_for
+from serve_app.options import STOP_QUICKLY
 from strata.models import RecallRequest, RecallResponse, Scope
 from strata.recall.recipes import RECIPES
 from strata.recall.service import RecallService
@@ -51,5 +52,5 @@ class RecallEndpoint:
 
 
 RecallDeployment = serve.deployment(
-    name="Recall", ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64
+    name="Recall", ray_actor_options={"num_cpus": 0}, **STOP_QUICKLY, max_ongoing_requests=64
 )(RecallEndpoint)

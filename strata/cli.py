@@ -49,12 +49,27 @@ def _print(data: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    _ray_auth_mode()  # before Ray is imported: it reads the mode once
     settings = Settings()
     if args.port:
         settings = settings.model_copy(update={"http_port": args.port})
     runner = importlib.import_module("serve_app.main")
     runner.serve_forever(settings)
     return 0
+
+
+def _ray_auth_mode() -> None:
+    """Ray 2.60's token authentication, decided as Ray decides it: the local Ray that
+    `strata serve` starts uses it (with ~/.ray/auth_token, made if missing); a cluster at
+    RAY_ADDRESS uses it once a token exists, and a driver must say so itself."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    from pathlib import Path
+
+    has_token = os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH") or (
+        Path.home() / ".ray" / "auth_token").exists()
+    if not os.environ.get("RAY_ADDRESS") or has_token:
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def _ready(args: argparse.Namespace) -> int:
@@ -181,8 +196,33 @@ def _job(args: argparse.Namespace) -> int:
     # paths are passed as absolute ones
     job_args = [str(Path(a).resolve()) if not a.startswith("-") and Path(a).exists() else a
                 for a in args.job_args]
-    return subprocess.call([*submit, "--address", endpoint.dashboard_url, "--", "python",
-                            *module, *job_args], env=env)
+    return _submit([*submit, "--address", endpoint.dashboard_url, "--", "python", *module,
+                    *job_args], env)
+
+
+NO_AGENT = "No available agent to submit job"  # the dashboard's job agent is still starting
+
+
+def _submit(command: list[str], env: dict[str, str], patience_s: float = 90.0) -> int:
+    """``ray job submit``, its output passed through; sent again while Ray says its job agent
+    is not up yet (right after `strata serve` started: no job was created, so it is safe)."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + patience_s
+    while True:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        refused = False
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            refused = refused or NO_AGENT in line
+        code = proc.wait()
+        if code == 0 or not refused or time.monotonic() > deadline:
+            return code
+        print("strata: Ray's job agent is not up yet; submitting again in 3 s", file=sys.stderr)
+        time.sleep(3)
 
 
 def _positive(text: str) -> int:

@@ -126,7 +126,9 @@ class RayCluster:
                              capture_output=True, text=True, timeout=120, cwd=ROOT)
         if out.returncode != 0:
             raise RuntimeError(f"probe failed: {out.stderr[-3000:]}")
-        result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+        # Ray may print after the JSON line (a lost node's warnings)
+        result: dict[str, object] = json.loads(
+            [line for line in out.stdout.splitlines() if line.startswith("{")][-1])
         return result
 
     def wait_nodes(self, expected: list[str], timeout_s: float = 120) -> dict[str, object]:

@@ -6,10 +6,13 @@ handed to the kernel before Redis replies, so a killed Redis loses no acknowledg
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +20,7 @@ import redis
 
 from strata.errors import QueueStoreError
 
-__all__ = ["EmbeddedRedis", "free_port"]
+__all__ = ["EmbeddedRedis", "free_port", "stop_with_parent"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,17 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def stop_with_parent() -> None:
+    """``preexec_fn`` of a child in a session of its own: SIGTERM it when the process that
+    started it dies (Linux; strictly, the thread that started it), so a killed ``strata
+    serve`` leaves no server behind. A session
+    of its own keeps a terminal's Ctrl-C or a group SIGTERM away from it: the parent stops
+    it, after the state that needs it is saved."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 class EmbeddedRedis:
@@ -55,7 +69,8 @@ class EmbeddedRedis:
             "--save", "", "--daemonize", "no", "--protected-mode", "yes",
             "--logfile", str(self.data_dir / "redis.log"),
         ]
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      start_new_session=True, preexec_fn=stop_with_parent)
         deadline = time.monotonic() + timeout_s
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
         try:

@@ -98,6 +98,8 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
     shards = {name: node for name, node in placed.items() if name.startswith("strata-shard-")}
     assert sorted(shards.values()) == ["head", "worker"], placed  # SPREAD over the nodes
     assert placed["strata-store-owner"] == "head"  # the milvus-lite file is the head's
+    replicas = {name: node for name, node in placed.items() if name.startswith("SERVE_")}
+    assert replicas and set(replicas.values()) == {"head"}, replicas  # with its one proxy
 
     client = Client(base, api_key=KEY, timeout_s=60)
     for user in _users_on_each_shard(1):  # one user on each node's shard
