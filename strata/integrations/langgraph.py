@@ -1,0 +1,396 @@
+"""LangGraph's ``BaseStore`` on Strata: a graph's long-term memory kept as Strata facts.
+
+How LangGraph's items map onto Strata (the tenant is the API key's)::
+
+    namespace ("ann", "prefs")  key "seat"  value {"seat": "window"}
+        user      ann                                  (namespace[user_at], default 0)
+        memory    a fact, key "seat"
+                  value  '{"seat": "window"}'          (the value dict as JSON, round-trips)
+                  text   'seat: window'                (what recall reads and embeds)
+                  scope tag  'langgraph:prefs'         (the rest of the namespace)
+
+- ``put`` creates the fact; a new value for the same namespace and key supersedes the
+  current one through Strata's conflict rules, so history stays (``GET …/history``) and
+  recall sees only the current value. Each put carries a ``session_id`` of its own
+  (``langgraph-<uuid>``), so writing back an earlier value is a new version, not the
+  duplicate of the old one.
+- ``get`` finds the active fact with that key and namespace tag among the user's active facts.
+- ``search`` lists those facts under the prefix and filters them; with a ``query`` it ranks
+  them by Strata's recall (facts layer), whose scores become ``SearchItem.score``.
+- ``delete`` deletes the fact with every version of it.
+- ``list_namespaces`` reads the tenant's users (``GET /v1/users``) and their facts' tags.
+
+Only facts written through a store (with a ``langgraph:`` tag) are items; the facts Strata
+extracts from conversation are not, but recall returns both. A value is at most 2000
+characters of JSON (a fact's value), and, like every long-term memory, one holding sensitive
+data (a card, a password, a phone number) is refused. ``get`` and ``search`` read up to the
+user's 1000 newest active facts. ``created_at`` is that of the current version.
+
+The logic is written once as plans (generators that yield the SDK calls they need); the sync
+methods run them on a ``strata.Client``, the async ones on a ``strata.AsyncClient``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from strata import errors
+from strata.client import AsyncClient, Client
+
+__all__ = ["TAG_PREFIX", "NamespaceMap", "StrataStore"]
+
+TAG_PREFIX = "langgraph:"
+MAX_VALUE_CHARS = 2000  # a fact's value (strata.layers.memories.MemoryCreate)
+MAX_TEXT_CHARS = 8000
+FACT_LIMIT = 1000  # the memories list's largest page
+USER_LIMIT = 10_000
+RECALL_TOP_K = 100
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One SDK call a plan needs: ``Client``/``AsyncClient`` method, arguments."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Plan = Generator[_Call, Any, T]
+
+
+@dataclass(frozen=True)
+class NamespaceMap:
+    """Where the Strata user sits in a LangGraph namespace; the other labels are the path.
+
+    ``NamespaceMap(user_at=0)``: ``("ann", "prefs")`` is user ``ann``, path ``("prefs",)``;
+    ``NamespaceMap(user_at=1)``: ``("memories", "ann")`` is user ``ann``, path ``("memories",)``.
+    """
+
+    user_at: int = 0
+
+    def split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+        if len(namespace) <= self.user_at:
+            raise InvalidNamespaceError(
+                f"namespace {namespace} has no user id at position {self.user_at}")
+        return namespace[self.user_at], namespace[:self.user_at] + namespace[self.user_at + 1:]
+
+    def join(self, user: str, path: tuple[str, ...]) -> tuple[str, ...]:
+        return (*path[:self.user_at], user, *path[self.user_at:])
+
+    def user_of_prefix(self, prefix: tuple[str, ...]) -> str | None:
+        """The user a namespace prefix names, or None: the prefix spans users."""
+        if len(prefix) > self.user_at and prefix[self.user_at] != "*":
+            return prefix[self.user_at]
+        return None
+
+    @staticmethod
+    def tag(path: tuple[str, ...]) -> str:
+        return TAG_PREFIX + ".".join(path)  # LangGraph labels never hold a period
+
+    @staticmethod
+    def path_of(tag: str) -> tuple[str, ...]:
+        rest = tag[len(TAG_PREFIX):]
+        return tuple(rest.split(".")) if rest else ()
+
+
+def _check_labels(op: Op) -> None:
+    """LangGraph's label rule, which the tag relies on: non-empty strings without a period
+    (checked here too, as ops given straight to ``batch`` skip ``BaseStore``'s check)."""
+    if isinstance(op, (GetOp, PutOp)):
+        labels: Iterable[Any] = op.namespace
+    elif isinstance(op, SearchOp):
+        labels = op.namespace_prefix
+    else:
+        labels = [label for c in op.match_conditions or () for label in c.path]
+    for label in labels:
+        if not isinstance(label, str) or not label or "." in label:
+            raise InvalidNamespaceError(f"namespace label {label!r}: a non-empty string "
+                                        "without '.' is needed")
+
+
+def _store_tag(memory: Mapping[str, Any]) -> str | None:
+    return next((t for t in memory.get("scope_tags", []) if t.startswith(TAG_PREFIX)), None)
+
+
+def _timestamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _decode(memory: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored value dict; a value edited by hand into something else is kept as text."""
+    raw = memory.get("value") or ""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = None
+    return value if isinstance(value, dict) else {"value": raw, "text": memory.get("text")}
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None:
+        yield str(value)
+
+
+def _field(value: Mapping[str, Any], path: str) -> Any:
+    """A dotted field of the value (``"a.b"``; ``[*]``/``[0]`` parts read the whole list)."""
+    current: Any = value
+    for part in path.split("."):
+        name = part.split("[", 1)[0]
+        if not isinstance(current, Mapping) or name not in current:
+            return None
+        current = current[name]
+    return current
+
+
+def _wording(key: str, value: Mapping[str, Any], index: Literal[False] | list[str] | None,
+             fields: list[str] | None) -> str:
+    """The fact's text: its key and the indexed fields' words (what recall embeds)."""
+    if index is False:
+        return key
+    chosen = index or fields
+    parts = (list(_leaves([_field(value, f) for f in chosen])) if chosen
+             else list(_leaves(value)))
+    return f"{key}: {'; '.join(parts)}"[:MAX_TEXT_CHARS] if parts else key
+
+
+def _compare(actual: Any, condition: Any) -> bool:
+    """LangGraph's filter: equality, or a dict of ``$eq $ne $gt $gte $lt $lte``."""
+    if not (isinstance(condition, dict) and condition
+            and all(k.startswith("$") for k in condition)):
+        return bool(actual == condition)
+    tests: dict[str, Callable[[Any, Any], bool]] = {
+        "$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
+        "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
+        "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+    for op, expected in condition.items():
+        if op not in tests:
+            raise ValueError(f"unsupported filter operator {op!r}; one of {sorted(tests)}")
+        try:
+            if not tests[op](actual, expected):
+                return False
+        except TypeError:  # None or another type than the bound: no match
+            return False
+    return True
+
+
+def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    return all(_compare(_field(value, k), c) for k, c in (flt or {}).items())
+
+
+def _labels_match(labels: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    return len(labels) == len(pattern) and all(
+        p in ("*", n) for n, p in zip(labels, pattern, strict=True))
+
+
+def _namespace_matches(namespace: tuple[str, ...],
+                       conditions: tuple[MatchCondition, ...] | None) -> bool:
+    for condition in conditions or ():
+        path = tuple(condition.path)
+        if len(path) > len(namespace):
+            return False
+        part = namespace[:len(path)] if condition.match_type == "prefix" \
+            else namespace[len(namespace) - len(path):]
+        if not _labels_match(part, path):
+            return False
+    return True
+
+
+class StrataStore(BaseStore):
+    """LangGraph's ``BaseStore`` whose items are Strata facts (see the module docstring).
+
+    ``client`` serves the sync methods (``graph.invoke``), ``aclient`` the async ones
+    (``graph.ainvoke``); give one or both. ``namespaces`` says where the user id sits in a
+    namespace; ``index_fields`` which value fields make a fact's searchable text (default:
+    every string in the value), as ``put(..., index=[...])`` does per item.
+    """
+
+    def __init__(self, client: Client | None = None, aclient: AsyncClient | None = None, *,
+                 namespaces: NamespaceMap | None = None,
+                 index_fields: list[str] | None = None) -> None:
+        if client is None and aclient is None:
+            raise ValueError("StrataStore needs a strata.Client, a strata.AsyncClient or both")
+        self.client = client
+        self.aclient = aclient
+        self.namespaces = namespaces or NamespaceMap()
+        self.index_fields = index_fields
+
+    # -- BaseStore ---------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.client is None:
+            raise RuntimeError("this StrataStore has no strata.Client: use the async methods "
+                               "(graph.ainvoke) or pass client=")
+        return [_run(self._plan(op), self.client) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.aclient is None:
+            raise RuntimeError("this StrataStore has no strata.AsyncClient: use the sync "
+                               "methods (graph.invoke) or pass aclient=")
+        return [await _arun(self._plan(op), self.aclient) for op in ops]
+
+    # -- plans -------------------------------------------------------------------------------
+    def _plan(self, op: Op) -> Plan[Result]:
+        _check_labels(op)
+        if isinstance(op, GetOp):
+            return self._get(op)
+        if isinstance(op, PutOp):
+            return self._put(op)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        raise TypeError(f"unknown store operation {type(op).__name__}")
+
+    def _facts(self, user: str) -> Plan[list[dict[str, Any]]]:
+        """The user's active facts written through a store."""
+        answer = yield _Call("memories", (user,),
+                             {"kind": "fact", "status": "active", "limit": FACT_LIMIT})
+        return [m for m in answer["memories"] if _store_tag(m) is not None]
+
+    def _find(self, namespace: tuple[str, ...], key: str) -> Plan[dict[str, Any] | None]:
+        user, path = self.namespaces.split(namespace)
+        tag = self.namespaces.tag(path)
+        facts = yield from self._facts(user)
+        found = [m for m in facts if m.get("key") == key and _store_tag(m) == tag]
+        return max(found, key=lambda m: str(m["updated_at"])) if found else None
+
+    def _item(self, memory: Mapping[str, Any], user: str,
+              score: float | None = None) -> SearchItem:
+        path = self.namespaces.path_of(_store_tag(memory) or TAG_PREFIX)
+        return SearchItem(namespace=self.namespaces.join(user, path), key=memory["key"],
+                          value=_decode(memory), created_at=_timestamp(memory["created_at"]),
+                          updated_at=_timestamp(memory["updated_at"]), score=score)
+
+    def _get(self, op: GetOp) -> Plan[Item | None]:
+        memory = yield from self._find(op.namespace, op.key)
+        if memory is None:
+            return None
+        item = self._item(memory, self.namespaces.split(op.namespace)[0])
+        return Item(namespace=item.namespace, key=item.key, value=item.value,
+                    created_at=item.created_at, updated_at=item.updated_at)
+
+    def _put(self, op: PutOp) -> Plan[None]:
+        user, path = self.namespaces.split(op.namespace)
+        if op.value is None:
+            memory = yield from self._find(op.namespace, op.key)
+            if memory is not None:
+                yield _Call("forget", (user, memory["id"]))
+            return None
+        encoded = json.dumps(dict(op.value), ensure_ascii=False, separators=(",", ":"))
+        if len(encoded) > MAX_VALUE_CHARS:
+            raise errors.InvalidInput(
+                f"a store value is kept as a Strata fact's value: at most {MAX_VALUE_CHARS} "
+                f"characters of JSON, got {len(encoded)}")
+        body = {"kind": "fact", "key": op.key, "value": encoded,
+                "text": _wording(op.key, op.value, op.index, self.index_fields),
+                "scope_tags": [self.namespaces.tag(path)]}
+        answer = yield _Call("remember", (user,),
+                             {**body, "session_id": f"langgraph-{uuid.uuid4().hex}"})
+        current = answer["memory"]
+        if current.get("value") != encoded:
+            # Strata compares values without case: "X" after "x" only reinforced the old
+            # fact, so the old one goes and the new value is written afresh
+            yield _Call("forget", (user, current["id"]))
+            yield _Call("remember", (user,),
+                        {**body, "session_id": f"langgraph-{uuid.uuid4().hex}"})
+        return None
+
+    def _users(self, prefix_user: str | None) -> Plan[list[str]]:
+        if prefix_user is not None:
+            return [prefix_user]
+        answer = yield _Call("users", (), {"limit": USER_LIMIT})
+        return list(answer["users"])
+
+    def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
+        prefix = op.namespace_prefix
+        users = yield from self._users(self.namespaces.user_of_prefix(prefix))
+        found: list[SearchItem] = []
+        for user in users:
+            facts = yield from self._facts(user)
+            items = {m["id"]: self._item(m, user) for m in facts}
+            items = {i: it for i, it in items.items()
+                     if it.namespace[:len(prefix)] == prefix and _matches(it.value, op.filter)}
+            if not items:
+                continue
+            if op.query is None:
+                found.extend(items.values())
+                continue
+            answer = yield _Call("recall", (user, op.query),
+                                 {"layers": ["facts"], "top_k": RECALL_TOP_K,
+                                  "budget_tokens": 8000})
+            for hit in answer["items"]:
+                if hit["id"] in items:
+                    items[hit["id"]].score = float(hit["score"])
+                    found.append(items[hit["id"]])
+        if op.query is None:
+            found.sort(key=lambda it: it.updated_at, reverse=True)
+        else:
+            found.sort(key=lambda it: it.score or 0.0, reverse=True)
+        return found[op.offset:op.offset + op.limit]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
+        named = {self.namespaces.user_of_prefix(tuple(c.path)) for c in op.match_conditions or ()
+                 if c.match_type == "prefix"} - {None}
+        users = yield from self._users(next(iter(named)) if len(named) == 1 else None)
+        found: set[tuple[str, ...]] = set()
+        for user in users:
+            facts = yield from self._facts(user)
+            for memory in facts:
+                namespace = self.namespaces.join(
+                    user, self.namespaces.path_of(_store_tag(memory) or TAG_PREFIX))
+                if _namespace_matches(namespace, op.match_conditions):
+                    found.add(namespace[:op.max_depth] if op.max_depth else namespace)
+        return sorted(found)[op.offset:op.offset + op.limit]
+
+
+def _run(plan: Plan[T], client: Client) -> T:
+    """Carry a plan out with the sync client."""
+    answer: Any = None
+    while True:
+        try:
+            call = plan.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer = getattr(client, call.method)(*call.args, **call.kwargs)
+
+
+async def _arun(plan: Plan[T], client: AsyncClient) -> T:
+    """Carry a plan out with the async client."""
+    answer: Any = None
+    while True:
+        try:
+            call = plan.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer = await getattr(client, call.method)(*call.args, **call.kwargs)
