@@ -22,7 +22,7 @@ from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredReco
 from strata.runtime import open_milvus
 from strata.settings import Settings
 from strata.stores.milvus import MilvusVectorStore
-from strata.stores.ports import DecayFields, VectorStore
+from strata.stores.ports import DecayFields, PurgeReport, VectorStore
 
 __all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "start_store_owner",
            "vector_store_for"]
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 OWNER_NAME = "strata-store-owner"
 _CALLABLE = {"ensure_collections", "insert", "upsert", "delete", "delete_scope", "get", "query",
              "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping",
-             "decay_fields", "set_statuses", "scan_scope", "set_payloads"}
+             "decay_fields", "set_statuses", "scan_scope", "set_payloads", "purge_deleted"}
 
 
 class StoreOwnerService:
@@ -140,6 +140,11 @@ class RemoteVectorStore:
 
     def flush(self, collection: Collection | None = None) -> None:
         self._call("flush", collection)
+
+    def purge_deleted(self) -> PurgeReport:
+        """Compact what was deleted, in the owner (where the milvus-lite files are)."""
+        report: PurgeReport = self._call("purge_deleted")
+        return report
 
     def ping(self) -> None:
         self._call("ping")

@@ -11,11 +11,12 @@ import logging
 import os
 import socket
 import time
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import ray
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from starlette.background import BackgroundTask
@@ -24,7 +25,7 @@ from actors.bootstrap import ensure_backend
 from actors.boundary import strata_errors
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import guards, metrics
-from serve_app.inspector import InspectorRoutes, router
+from serve_app.inspector import InspectorRoutes, router, tenant_users
 from serve_app.options import STOP_QUICKLY
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
@@ -38,7 +39,24 @@ from strata.layers.knowledge import (
 from strata.layers.memories import MemoryCreate, MemoryPatch
 from strata.layers.sessions import TurnAck, TurnIn
 from strata.layers.shard_longterm import MemoryAnswer
-from strata.models import MemoryKind, MemoryStatus, RecallRequest, RecallResponse, Scope
+from strata.layers.transfer import read_scope
+from strata.models import (
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    RecallRequest,
+    RecallResponse,
+    Scope,
+    utcnow,
+)
+from strata.portability import (
+    MEDIA_TYPE,
+    ExportHeader,
+    ImportCounts,
+    header_line,
+    memory_lines,
+    parse_export,
+)
 from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
 from strata.recall.service import LayerCandidates, RecallService, assemble
 from strata.runtime import check_ready
@@ -60,10 +78,23 @@ def _body_limit() -> int:
     return ingress.max_body_bytes
 
 
-api = FastAPI(title="Strata", version="0.1.0",
+def _authenticate(request: Request) -> Principal:
+    """The key check of every route, for the MCP endpoint (which is not a method)."""
+    return cast("IngressService", serve.get_replica_context().servable_object)._principal(request)
+
+
+try:  # the memory tools over streamable HTTP, at /mcp — with the [mcp] extra installed
+    from serve_app.mcp_http import McpEndpoint
+    mcp: Any = McpEndpoint(_authenticate)
+except ImportError:  # pragma: no cover - the base install: no /mcp
+    logger.info("the mcp package is not installed: no /mcp endpoint (pip install strata[mcp])")
+    mcp = None
+api = FastAPI(title="Strata", version="0.1.0", lifespan=mcp.lifespan if mcp else None,
               description="Layered memory for LLM agents (see README and docs/).")
 guards.install(api, body_limit=_body_limit)  # size limit, strict JSON, one error shape
 api.include_router(router)  # the inspector: /ui/ and the endpoints it reads
+if mcp is not None:
+    api.add_route("/mcp", mcp, include_in_schema=False)
 
 
 @api.middleware("http")
@@ -119,6 +150,23 @@ class TaskStateRequest(BaseModel):
 
     user_id: str
     patch: dict[str, Any]
+
+
+class JsonLines(StreamingResponse):
+    """An export: JSON Lines, streamed (so the OpenAPI document names the media type)."""
+
+    media_type = MEDIA_TYPE
+
+
+# the route reads the raw body whatever its Content-Type; text/plain is listed as well for
+# clients and generators that know no serializer for JSON Lines
+_EXPORT_BODY = {"requestBody": {"required": True, "description": "an export (JSON Lines)",
+                                "content": {MEDIA_TYPE: {"schema": {"type": "string"}},
+                                            "text/plain": {"schema": {"type": "string"}}}}}
+
+
+def _read_user(vectors: Any, tenant: str, user: str) -> list[MemoryItem]:
+    return list(read_scope(vectors, Scope(tenant=tenant, user=user)))
 
 
 async def _resolve(ref: Any) -> Any:
@@ -465,6 +513,55 @@ class IngressService(InspectorRoutes):
             self._shards.for_scope(scope).delete_user.remote(scope))
         return {"deleted_user": user_id, **result}
 
+    # -- export and import (strata.portability) ------------------------------------------------
+    async def _export(self, tenant: str, users: list[str]) -> JsonLines:
+        """The users' memories as JSON Lines, read from the durable store once each shard has
+        written its pending reinforcements (access counts)."""
+        info = await self._embedder_info()
+        vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
+        shards = {self._shards.ring.shard_for(Scope(tenant=tenant, user=u)) for u in users}
+        await asyncio.gather(*(_resolve(self._shards.handles[i].persist_hot.remote())
+                               for i in sorted(shards)))
+        header = ExportHeader(embed_model=str(info["model_id"]), exported_at=utcnow(),
+                              tenant=tenant, users=users)
+        first = await asyncio.to_thread(_read_user, vectors, tenant, users[0]) if users else []
+
+        async def lines() -> AsyncIterator[str]:
+            yield header_line(header)
+            for n, user in enumerate(users):  # one user in memory at a time
+                items = first if n == 0 else await asyncio.to_thread(
+                    _read_user, vectors, tenant, user)
+                yield "".join(memory_lines(user, items))
+
+        return JsonLines(lines())
+
+    @api.get("/v1/users/{user_id}/export", response_class=JsonLines)
+    async def export_user(self, user_id: str, request: Request) -> JsonLines:
+        """The user's memories (every kind and status) as JSON Lines."""
+        scope = self._memory_scope(request, user_id)
+        return await self._export(scope.tenant, [scope.user])
+
+    @api.get("/v1/export", response_class=JsonLines)
+    async def export_tenant(self, request: Request) -> JsonLines:
+        """(admin) Every user of the key's tenant that has long-term memory."""
+        principal = self._principal(request)
+        principal.require_admin()
+        registry = await asyncio.to_thread(self._redis.users)
+        return await self._export(principal.tenant, tenant_users(registry, principal.tenant))
+
+    @api.post("/v1/users/{user_id}/import", openapi_extra=_EXPORT_BODY)
+    async def import_user(self, user_id: str, request: Request) -> dict[str, Any]:
+        """An export's lines (one user's) into this user, ids kept; checked whole first."""
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
+        parsed = parse_export(await request.body(), parse=guards.parse_json)
+        parsed.require_may_write(principal)
+        items = parsed.one_user()
+        counts: ImportCounts = await _resolve(self._shards.for_scope(scope).import_memories
+                                              .remote(scope, items, principal.role == "admin"))
+        return {"user_id": user_id, "lines": len(items), **counts.model_dump(),
+                "embed_model_of_file": parsed.header.embed_model}
+
     # -- knowledge base ------------------------------------------------------------------------
     async def _knowledge(self) -> KnowledgeBase:
         if self._kb is None:
@@ -528,6 +625,7 @@ class IngressService(InspectorRoutes):
         hits = await asyncio.to_thread(kb.search, principal.tenant, body.query, vector,
                                        body.top_k)
         return {"results": [{"id": h.record.id, "doc_id": h.record.payload.get("doc_id"),
+                             "doc_ids": h.record.payload.get("doc_ids"),
                              "version": h.record.payload.get("version"), "text": h.record.text,
                              "score": round(h.score, 5)} for h in hits]}
 

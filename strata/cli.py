@@ -19,12 +19,15 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from strata.client import Client, RetryPolicy
+from strata.client import IMPORT_CHUNK_BYTES, Client, RetryPolicy
 from strata.errors import StrataError
+from strata.layers.forgetting import FORGET_BOUND_S, wait_forgotten
+from strata.portability import by_user
 from strata.settings import Settings
 
 __all__ = ["build_parser", "main"]
@@ -98,7 +101,14 @@ def _remember(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     client = _client(args)
     _print(client.forget_user(args.user) if args.all else client.forget(args.user, args.id))
-    return 0
+    if not args.verify:
+        return 0
+    # the files are on this machine: the embedded Redis's AOF and milvus-lite's directory
+    data_dir = args.data_dir or Settings().data_dir
+    check = wait_forgotten(data_dir, args.verify, bound_s=args.bound)
+    _print({"verify": {"data_dir": str(data_dir), **check.model_dump(exclude={"phrase_bytes"}),
+                       "forgotten": check.forgotten}})
+    return 0 if check.forgotten else 1
 
 
 def _memories(args: argparse.Namespace) -> int:
@@ -148,9 +158,28 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _export(args: argparse.Namespace) -> int:
+    client = _client(args)
+    export = client.export_tenant() if args.user is None else client.export_user(args.user)
+    if args.out:
+        Path(args.out).write_text(export, encoding="utf-8")
+        print(f"{max(0, export.count(chr(10)) - 1)} memories written to {args.out}",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(export)
+    return 0
 
+
+def _import(args: argparse.Namespace) -> int:
+    if args.file is not None:  # strata import USER FILE: a user's memories
+        export = Path(args.file).read_text(encoding="utf-8")
+        if args.from_user:
+            export = by_user(export).get(args.from_user, "")
+            if not export:
+                print(f"no memories of user {args.from_user!r} in {args.file}", file=sys.stderr)
+                return 1
+        _print(_client(args).import_user(args.path, export, chunk_bytes=args.chunk_bytes))
+        return 0
     import yaml
 
     from strata.layers.knowledge import read_folder
@@ -272,6 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
     group = forget.add_mutually_exclusive_group(required=True)
     group.add_argument("--id", default=None)
     group.add_argument("--all", action="store_true")
+    forget.add_argument("--verify", metavar="PHRASE", default=None, help=(
+        "then wait until PHRASE is in no file of the local data dir (the embedded Redis's "
+        "AOF and milvus-lite), up to --bound seconds; exit 1 if some remains"))
+    forget.add_argument("--data-dir", type=Path, default=None,
+                        help="the service's data dir (default: STRATA_DATA_DIR or ./data)")
+    forget.add_argument("--bound", type=float, default=FORGET_BOUND_S,
+                        help="seconds to wait for the purge (default: the documented bound)")
     forget.set_defaults(func=_forget)
 
     memories = sub.add_parser("memories", help="list a user's memories")
@@ -295,8 +331,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="bind every tool to this user (the tools then take no user_id)")
     mcp.set_defaults(func=_mcp)
 
-    knowledge = sub.add_parser("import", help="import a folder into the knowledge base")
-    knowledge.add_argument("path")
+    export = sub.add_parser("export", help="a user's memories as JSON Lines (no user: the "
+                                           "whole tenant, admin key)")
+    export.add_argument("user", nargs="?", default=None)
+    export.add_argument("-o", "--out", default=None, help="write to this file, not stdout")
+    export.set_defaults(func=_export)
+
+    knowledge = sub.add_parser("import", help=(
+        "import a folder into the knowledge base (import PATH), or an export's memories "
+        "into a user (import USER FILE)"))
+    knowledge.add_argument("path", help="the folder, or the user to import into")
+    knowledge.add_argument("file", nargs="?", default=None, help="an export (JSON Lines)")
+    knowledge.add_argument("--from-user", default=None,
+                           help="with FILE from a tenant export: that user's lines only")
+    knowledge.add_argument("--chunk-bytes", type=_positive, default=IMPORT_CHUNK_BYTES,
+                           help="bytes per request (under the server's body limit)")
     knowledge.add_argument("--validate", default=None, help="YAML: [{question, expect_doc_id}]")
     knowledge.set_defaults(func=_import)
 

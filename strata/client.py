@@ -20,7 +20,7 @@ import asyncio
 import random
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -30,17 +30,20 @@ from urllib.parse import quote
 import httpx
 
 from strata import errors
+from strata.portability import MEDIA_TYPE, parse_export, split_export
 
 __all__ = ["NO_RETRY", "AsyncClient", "Client", "RetryPolicy", "new_turn_id"]
 
 _BY_CODE: dict[str, type[errors.StrataError]] = {
     cls.code: cls for cls in (errors.InvalidInput, errors.Unauthorized, errors.Forbidden,
                               errors.NotFound, errors.Conflict, errors.LimitExceeded,
+                              errors.PayloadTooLarge,
                               errors.BackendUnavailable, errors.VectorStoreError,
                               errors.QueueStoreError, errors.EmbedderError)}
 # the request never reached the server: safe to send again whatever it was
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+IMPORT_CHUNK_BYTES = 4 * 2**20  # half the server's default body limit (STRATA_MAX_BODY_BYTES)
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,8 @@ class _Request:
     params: dict[str, Any] | None = None
     repeatable: bool = False  # safe to send again after a connection error mid-request
     retry: bool = True
-    text: bool = False  # the answer is text (Prometheus metrics), not JSON
+    text: bool = False  # the answer is text (Prometheus metrics, an export), not JSON
+    content: str | None = None  # a body that is not JSON (an export's JSON Lines)
 
     @property
     def safe_to_repeat(self) -> bool:
@@ -201,6 +205,11 @@ class _Api:
     def _send(self, request: _Request) -> Any:
         raise NotImplementedError
 
+    def _send_each(self, requests: list[_Request],
+                   combine: Callable[[list[Any]], Any]) -> Any:
+        """Send in order, one after the other; ``combine`` makes one answer of the answers."""
+        raise NotImplementedError
+
     def _call(self, method: str, path: str, json: dict[str, Any] | None = None,
               params: dict[str, Any] | None = None, **how: Any) -> Any:
         return self._send(_Request(method, path, json, params, **how))
@@ -274,6 +283,28 @@ class _Api:
     def forget_user(self, user_id: str) -> Any:
         return self._call("DELETE", _users(user_id))
 
+    def export_user(self, user_id: str) -> Any:
+        """The user's memories, every kind and status, as JSON Lines text (the format of
+        ``strata.portability``: a header, then one memory a line, no vectors)."""
+        return self._call("GET", f"{_users(user_id)}/export", text=True)
+
+    def export_tenant(self) -> Any:
+        """(admin) Every user of the key's tenant, as one JSON Lines text."""
+        return self._call("GET", "/v1/export", text=True)
+
+    def import_user(self, user_id: str, export: str,
+                    chunk_bytes: int = IMPORT_CHUNK_BYTES) -> Any:
+        """Import one user's export into ``user_id``, ids kept, in chunks of whole lines of
+        at most ``chunk_bytes`` (each under the server's body limit). Every line is checked
+        here first, so a bad file sends nothing. Answers the summed counts:
+        ``{"lines", "created", "updated", "unchanged", "chunks"}``; importing the same file
+        again answers all ``unchanged``."""
+        parse_export(export).one_user()
+        path = f"{_users(user_id)}/import"
+        requests = [_Request("POST", path, content=chunk, repeatable=True)  # idempotent
+                    for chunk in split_export(export, chunk_bytes)]
+        return self._send_each(requests, _import_totals)
+
     def users(self, q: str | None = None, limit: int = 1000) -> Any:
         """The tenant's users that have long-term memory: ``{"users", "truncated"}``."""
         return self._call("GET", "/v1/users", params=_clean({"q": q, "limit": limit}))
@@ -321,8 +352,20 @@ class _Api:
         return self._call("GET", "/metrics", text=True)
 
 
+def _import_totals(answers: list[Any]) -> dict[str, Any]:
+    totals = {"lines": 0, "created": 0, "updated": 0, "unchanged": 0, "chunks": len(answers)}
+    for answer in answers:
+        for name in ("lines", "created", "updated", "unchanged"):
+            totals[name] += int(answer[name])
+    return totals
+
+
 def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"}
+
+
+def _content_type(request: _Request) -> dict[str, str] | None:
+    return {"Content-Type": MEDIA_TYPE} if request.content is not None else None
 
 
 class Client(_Api):
@@ -343,7 +386,8 @@ class Client(_Api):
         while True:
             try:
                 resp = self._http.request(request.method, request.path, json=request.json,
-                                          params=request.params)
+                                          params=request.params, content=request.content,
+                                          headers=_content_type(request))
             except httpx.TransportError as exc:
                 wait = _next_wait(self.retry, retry, request, exc)
                 if wait is None:
@@ -354,6 +398,10 @@ class Client(_Api):
                     return _read(resp, request.text)
             time.sleep(wait)
             retry += 1
+
+    def _send_each(self, requests: list[_Request],
+                   combine: Callable[[list[Any]], Any]) -> Any:
+        return combine([self._send(r) for r in requests])
 
     def close(self) -> None:
         self._http.close()
@@ -381,8 +429,10 @@ class AsyncClient(_Api):
             retry = 0
             while True:
                 try:
-                    resp = await self._http.request(request.method, request.path,
-                                                    json=request.json, params=request.params)
+                    resp = await self._http.request(
+                        request.method, request.path, json=request.json,
+                        params=request.params, content=request.content,
+                        headers=_content_type(request))
                 except httpx.TransportError as exc:
                     wait = _next_wait(self.retry, retry, request, exc)
                     if wait is None:
@@ -395,6 +445,13 @@ class AsyncClient(_Api):
                 retry += 1
 
         return send()
+
+    def _send_each(self, requests: list[_Request],
+                   combine: Callable[[list[Any]], Any]) -> Awaitable[Any]:
+        async def send_each() -> Any:
+            return combine([await self._send(r) for r in requests])
+
+        return send_each()
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -6,7 +6,11 @@ Rules (ARCHITECTURE §1, from the seeds):
   current; the old versions are kept as ``superseded`` (valid_to, superseded_by);
 - implicit change → keep both active, the newer ranked higher;
 - a new value with confidence < 0.6 never overrides a more confident one → ``pending``;
-- inferred or low-confidence facts wait in the observation area until confirmed twice;
+- an inferred fact (the agent's guess) is never a stated one: whatever its intent, it waits
+  in the observation area, and never overrides a stated value;
+- inferred or low-confidence facts wait in the observation area until confirmed twice; a
+  plain statement of the same value by the user confirms them at once (``confirmed``);
+- a cold value said again is the current value again (it is reinforced and rewarmed);
 - scope tags separate partial conflicts (Python in general, Java in project X).
 """
 
@@ -19,6 +23,8 @@ from pydantic import BaseModel, Field
 
 from strata.extract.base import Candidate, Intent
 from strata.models import MemoryItem, MemoryStatus, Source
+
+LIVE = (MemoryStatus.ACTIVE, MemoryStatus.COLD)  # a cold value is current, only faded
 
 __all__ = ["Action", "ConflictResolver", "Decision"]
 
@@ -37,6 +43,8 @@ class Action(str, Enum):
 class Decision(BaseModel):
     action: Action
     affected: list[str] = Field(default_factory=list)
+    # observations of the same value that this stated fact confirms (they are retired)
+    confirmed: list[str] = Field(default_factory=list)
     reason: str
 
 
@@ -55,25 +63,35 @@ class ConflictResolver:
         """``versions``: every stored fact with the candidate's key (any status, any tags)."""
         tags = sorted(candidate.scope_tags)
         same_scope = [v for v in versions if sorted(v.scope_tags) == tags]
-        current = [v for v in same_scope if v.status is MemoryStatus.ACTIVE]
+        current = [v for v in same_scope if v.status in LIVE]
         match = next((v for v in current if _same_value(v.value, candidate.value)), None)
         if match is not None:
             return Decision(action=Action.REINFORCE, affected=[match.id],
                             reason="the same value is already current")
-        weak = (candidate.source is Source.INFERRED
-                or candidate.confidence < self.override_min_confidence)
-        if weak and candidate.intent is not Intent.REMEMBER:
+        inferred = candidate.source is Source.INFERRED
+        weak = inferred or candidate.confidence < self.override_min_confidence
+        if inferred or (weak and candidate.intent is not Intent.REMEMBER):
             return self._weak(candidate, same_scope, current)
+        confirmed = [v.id for v in same_scope if v.status is MemoryStatus.OBSERVATION
+                     and _same_value(v.value, candidate.value)]
         if candidate.intent in (Intent.OVERRIDE, Intent.REMEMBER) and current:
             return Decision(action=Action.SUPERSEDE, affected=[v.id for v in current],
+                            confirmed=confirmed,
                             reason="explicit override replaces the current value")
         if current:
             return Decision(action=Action.KEEP_BOTH, affected=[v.id for v in current],
+                            confirmed=confirmed,
                             reason="implicit change: both kept, the newer ranks higher")
-        return Decision(action=Action.INSERT, reason="a new fact")
+        return Decision(action=Action.INSERT, confirmed=confirmed,
+                        reason="a stated fact that confirms what was observed" if confirmed
+                        else "a new fact")
 
     def _weak(self, candidate: Candidate, same_scope: Sequence[MemoryItem],
               current: Sequence[MemoryItem]) -> Decision:
+        stated = [v for v in current if v.source is not Source.INFERRED]
+        if candidate.source is Source.INFERRED and stated:
+            return Decision(action=Action.PENDING, affected=[v.id for v in stated],
+                            reason="an inferred value never overrides a stated one")
         observed = [v for v in same_scope if v.status is MemoryStatus.OBSERVATION
                     and _same_value(v.value, candidate.value)]
         if observed:

@@ -1,27 +1,36 @@
-"""An offline token counter.
+"""An offline token counter, validated against a real tokenizer.
 
-tiktoken fetches its vocabularies at run time, which fails offline, so Strata uses a
-documented estimate calibrated on GPT-style BPE: each CJK character ≈ 1 token, and
-other text ≈ 1 token per 4 characters (never fewer than one per word).
+tiktoken fetches its vocabularies at run time, which fails offline, so Strata estimates.
+The text is cut roughly where a subword tokenizer cuts it, and each piece counts one token:
+a CJK character; a run of at most ``LETTERS_PER_TOKEN`` letters (a new piece where the case
+changes, so ``wJalrXU`` is ``w Jalr XU``); at most ``DIGITS_PER_TOKEN`` digits; any other
+visible character (punctuation, symbols). The count is never below the usual measure of one
+token per 4 characters, spaces included.
+
+``tests/unit/test_tokens.py`` checks the estimate against the packaged MiniLM's WordPiece
+tokenizer over a bilingual sample: never below it by more than a small margin (WordPiece
+cuts finer than GPT-style BPE, so it is the stricter reference) and not far above it.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
-__all__ = ["count_tokens"]
+__all__ = ["DIGITS_PER_TOKEN", "LETTERS_PER_TOKEN", "count_tokens"]
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"[^\s]+")
+LETTERS_PER_TOKEN = 8
+DIGITS_PER_TOKEN = 2
+
+# one match per token; a single pass (count_tokens runs per candidate per recall)
+_PIECE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+    rf"|[A-Z]{{2,{LETTERS_PER_TOKEN}}}(?![a-z])|[A-Z]?[a-z]{{1,{LETTERS_PER_TOKEN}}}|[A-Z]"
+    rf"|\d{{1,{DIGITS_PER_TOKEN}}}|[^\sA-Za-z\d]")
 
 
 def count_tokens(text: str) -> int:
-    """Estimated tokens of ``text`` (an upper-leaning estimate, so budgets hold)."""
+    """Estimated tokens of ``text``, upper-leaning so budgets hold. Parts joined by
+    whitespace count at least as much together as the whole does."""
     if not text:
         return 0
-    cjk = len(_CJK.findall(text))
-    rest = _CJK.sub(" ", text)
-    words = len(_WORD.findall(rest))
-    chars = len(rest.replace(" ", ""))
-    return cjk + max(words, math.ceil(chars / 4))
+    return max(len(_PIECE.findall(text)), -(-len(text) // 4))

@@ -167,7 +167,10 @@ def _employer(match: re.Match[str]) -> tuple[str, str] | None:
 # -- the rules ------------------------------------------------------------------------------
 _END = r"(?=\s*[,.!?;:，。！？；]|$| and | but | as | now| with| because| since| so | which| who)"
 _ZEND = r"(?=[，。！？；,.!?;]|$|了|的时候|，不是)"
-_CAP = r"(?-i:(?P<obj>[A-Z][\w'&-]*(?: (?:[A-Z][\w'&-]*|of|and|&|de|la)(?=[\s,.!?;:]|$))*))"
+# a capitalised name; "of", "and", "de la" … only inside it ("Bosnia and Herzegovina"), never
+# as its end ("I live in Boston and work at …")
+_CAP = (r"(?-i:(?P<obj>[A-Z][\w'&-]*(?:(?: (?:of|and|&|de|la|del|the))* (?!I\b)[A-Z][\w'&-]*"
+        r"(?=[\s,.!?;:]|$))*))")
 _NAME = r"(?-i:(?P<obj>[A-Z][\w'-]+(?: [A-Z][\w'-]+)?))"
 _WORD = r"(?-i:(?P<obj>[A-Z][\w-]{1,30}))"
 _SUBJ = (r"\b(?:i|we|my family|my wife and i|my husband and i|my partner and i|"

@@ -22,9 +22,11 @@ __all__ = [
     "has_override",
     "has_remember",
     "is_acknowledgement",
+    "is_declaration",
     "is_hedged",
     "is_question",
     "strip_request",
+    "unhedged",
 ]
 
 _REQ = (r"(?:(?:please|pls|can you|could you|would you|will you|you can|you may|you should|"
@@ -93,8 +95,30 @@ _TARGET_TAIL = re.compile(r"(?:\s+(?:thing|stuff|business|part|issue)|\s+i (?:me
                           r"you about|said)(?: earlier| before)?|\s+too|\s+please|"
                           r"(?:的)?(?:事情|事|这件事|那件事|这个问题|那个问题|那条记录|这条记录|记录|那个|这个)|"
                           r"已经|就|也|你|吧|了|[，,\s])+$", re.I)
-_HEDGE = re.compile(r"\b(maybe|might|may|perhaps|probably|i think i'?ll|planning to|thinking "
-                    r"about|not sure)\b|可能|也许|大概|或许|打算|考虑|不确定|说不定", re.I)
+_HEDGE = re.compile(r"\b(maybe|might|may|perhaps|probably|possibly|i think i'?ll|i guess|"
+                    r"i suppose|planning to|thinking about|not sure)\b|"
+                    r"可能|也许|大概|或许|好像|似乎|打算|考虑|不确定|说不定", re.I)
+_DECLARATION = re.compile(
+    r"\bmy (?:[a-z'-]+ ){0,3}(?:is|are)\s+(?!not\b|so\b|too\b|very\b|really\b|pretty\b|"
+    r"kind of\b|a bit\b|going\b|getting\b|killing\b)[\w\"'“]|"
+    r"我(?:的|[\u4e00-\u9fff]{1,4}的)[\u4e00-\u9fffA-Za-z]{1,8}(?:是|叫|为)(?!不是|什么|谁|哪)",
+    re.I)
+# what a hedged sentence states once the doubt is taken out ("I may be allergic to X" →
+# "I am allergic to X"; "我可能搬到上海" → "我搬到上海"); the doubt stays in the confidence
+_UNHEDGE = [
+    (re.compile(r"\b(?:maybe|perhaps|probably|possibly)\b,?\s*", re.I), ""),
+    (re.compile(r"\bi (?:guess|suppose)\s+(?:that\s+)?", re.I), ""),
+    (re.compile(r"\bi(?:'m| am) not sure (?:if|whether|but)\s+", re.I), ""),
+    (re.compile(r"\bi (?:might|may|could) be (?=\w+ing\b)(?:moving|relocating)\b", re.I),
+     "I moved"),
+    (re.compile(r"\bi (?:might|may|could|will|'ll) (?:move|relocate)\b", re.I), "I moved"),
+    (re.compile(r"\bi(?:'m| am) (?:planning|thinking about|considering) (?:to )?"
+                r"(?:move|moving|relocat(?:e|ing))\b", re.I), "I moved"),
+    (re.compile(r"\bi (?:might|may|could) be\b", re.I), "I am"),
+    (re.compile(r"\bi (?:might|may|could) (?=\w)", re.I), "I "),
+    (re.compile(r"可能|也许|大概|或许|好像|似乎|说不定"), ""),
+    (re.compile(r"(?:打算|考虑|准备)(?=搬)"), ""),
+]
 _REQUEST_FRAME = re.compile(r"^(?:please\s+)?(?:can|could|would|will) you (?:please )?(?:remember"
                             r"|note|keep|forget|make a note|write|save|jot|stop|delete|erase)",
                             re.I)
@@ -108,7 +132,7 @@ _ACK = re.compile(
     r"uh-huh|bye|see you|np|no problem|no worries|will do|of course|a lot|so much|very much|"
     r"that helped|that helps|that works|to me|for that|you|me)\b|"
     r"好的|好吧|好嘞|好滴|好|行吧|行|嗯+|哦+|噢|啊|呀|哈+|嘿+|嘻+|呵+|谢谢|感谢|多谢|收到|明白了?|"
-    r"知道了|了解|没问题|可以的?|对+|是的|没事|就这样吧?|谢啦|辛苦了|[!！.。,，~～?？…\s]|"
+    r"知道了|了解|没问题|可以的?|对+|是的|没事|就这样吧?|谢啦|辛苦了|[啦呢哟哇嘛咯喔]|[!！.。,，~～?？…\s]|"
     r"[\U0001F300-\U0001FAFF\u2600-\u27BF]", re.I)
 
 
@@ -165,6 +189,22 @@ def has_remember(text: str) -> bool:
 def is_hedged(text: str) -> bool:
     """Said with doubt ("maybe", "可能"): a low-confidence statement."""
     return bool(_HEDGE.search(text))
+
+
+def is_declaration(text: str) -> bool:
+    """A statement that names one of the user's attributes ("my project codename is Falcon",
+    "我的项目代号是青鸟", "我女儿的生日是五月八号"): told so that it is known, so it is learned
+    at once, like an explicit "remember"."""
+    return bool(_DECLARATION.search(text)) and not is_hedged(text)
+
+
+def unhedged(text: str) -> str:
+    """What a hedged sentence would state without its doubt (the text itself otherwise)."""
+    if not is_hedged(text):
+        return text
+    for pattern, replacement in _UNHEDGE:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def is_question(sentence: str) -> bool:

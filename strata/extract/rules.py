@@ -21,6 +21,7 @@ from strata.extract.intents import (
     is_hedged,
     is_question,
     strip_request,
+    unhedged,
 )
 from strata.extract.pii import redact
 from strata.extract.timephrases import find_time_phrase
@@ -31,6 +32,7 @@ from strata.tokens import count_tokens
 __all__ = ["RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of"]
 
 MIN_EPISODE_TOKENS = 6
+_CLAUSE = re.compile(r"[，,；;]\s*|\s+(?:and|but)\s+(?=i\b|i'|my\b|we\b)", re.I)
 _TEMPORARY = re.compile(r"\b(today|tonight|right now|at the moment|this time|for now)\b|"
                         r"今天|今晚|这次|暂时|这会儿|此刻", re.I)  # "我现在住在…" is lasting
 _PROJECT_TAG = re.compile(r"\b(?:in|for|on) (?:the )?project ([A-Z][\w-]+)|在([\w\u4e00-\u9fff]{1,12}?)项目",
@@ -56,6 +58,14 @@ def _tags(sentence: str) -> list[str]:
     if not match:
         return []
     return [f"project:{key_part(match.group(1) or match.group(2))}"]
+
+
+def _clause(sentence: str, value: str) -> str:
+    """The clause of a sentence that states ``value``: when one sentence states several facts
+    ("我住在北京，在一家…公司上班"), each fact's text is its own clause, so a fact about work
+    does not carry the old city's words into a recall about where the user lives."""
+    clauses = [c.strip() for c in _CLAUSE.split(sentence) if c.strip()]
+    return next((c for c in clauses if value and value in c), sentence.strip())
 
 
 def speaker_of(turn: Turn) -> str | None:
@@ -93,9 +103,10 @@ def _without_overridden(candidates: list[Candidate]) -> list[Candidate]:
 class RuleExtractor:
     """Deterministic, offline extraction of facts, intents and episodes."""
 
-    def extract(self, turns: Sequence[Turn]) -> list[Candidate]:
+    def extract(self, turns: Sequence[Turn], previous: str | None = None) -> list[Candidate]:
+        """Candidates of the user turns; ``previous``: the user's turn before the first one
+        (what a bare "that's no longer relevant" in it refers to)."""
         out: list[Candidate] = []
-        previous: str | None = None  # the user's last turn: what "that's no longer relevant" means
         for turn in turns:
             if turn.role is not Role.USER:
                 continue  # the assistant's words and guesses are never user facts
@@ -128,11 +139,13 @@ class RuleExtractor:
         hedged = is_hedged(sentence)
         when = find_time_phrase(sentence, turn.created_at)
         event_time = when.when if when else turn.created_at
+        matches = match_facts(unhedged(sentence))
         found = [Candidate(
-            kind=MemoryKind.FACT, key=fact.key, value=fact.value, text=sentence.strip(),
+            kind=MemoryKind.FACT, key=fact.key, value=fact.value,
+            text=_clause(sentence, fact.value) if len(matches) > 1 else sentence.strip(),
             confidence=0.45 if hedged else fact.confidence, source=Source.USER_STATED,
             intent=_fact_intent(intent, sentence, fact.change), scope_tags=_tags(sentence),
-            provenance=provenance, event_time=event_time) for fact in match_facts(sentence)]
+            provenance=provenance, event_time=event_time) for fact in matches]
         if found or intent is Intent.FORGET or not has_remember(sentence):
             return found
         text = strip_request(sentence)

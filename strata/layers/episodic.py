@@ -15,14 +15,26 @@ from pydantic import BaseModel
 
 from strata.extract.base import Candidate
 from strata.extract.exchanges import EXCHANGE
+from strata.extract.terms import has_cjk, overlap
 from strata.layers.records import from_record, memory_id, to_record
-from strata.models import Collection, MemoryItem, MemoryKind, RecordFilter, Scope, utcnow
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    utcnow,
+)
 from strata.stores.ports import Embedder, VectorStore
 
 __all__ = ["EpisodeStore", "EpisodeWrite"]
 
 MERGE_SIMILARITY = 0.9
 MERGE_WINDOW = timedelta(days=7)
+MERGE_SCAN = 10  # nearest episodes looked at (exchanges, which never merge, among them)
+CJK_MERGE_COSINE = 0.8
+CJK_MERGE_OVERLAP = 0.55
 
 
 class EpisodeWrite(BaseModel):
@@ -51,8 +63,8 @@ class EpisodeStore:
             return self._insert(scope, candidate, new_id, vector, when, {
                 "type": EXCHANGE, "count": 1, "merged_ids": [new_id],
                 "members": self.member_ids(scope, candidate)})
-        similar = self._similar(scope, vector, candidate.episode_type or "event", when,
-                                candidate.speaker)
+        similar = self._similar(scope, vector, candidate.text,
+                                candidate.episode_type or "event", when, candidate.speaker)
         if similar is not None:
             merged = self._merge(similar, candidate, new_id)
             self._vectors.upsert(Collection.EPISODES, scope, [
@@ -83,21 +95,29 @@ class EpisodeStore:
                 for tid, text in zip(candidate.provenance.turn_ids, candidate.parts,
                                      strict=False)]
 
-    def _similar(self, scope: Scope, vector: list[float], kind: str,
+    def _similar(self, scope: Scope, vector: list[float], text: str, kind: str,
                  when: object, speaker: str | None) -> MemoryItem | None:
         """A recent active episode of the same type and speaker that says nearly the same."""
-        hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, 3,
-                                          RecordFilter(statuses=["active"],
-                                                       payload_equals={}))
+        hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, MERGE_SCAN,
+                                          RecordFilter(statuses=["active", "cold"]))
         for hit in hits:
             item = from_record(hit.record)
             close = (item.event_time is not None and when is not None
                      and abs(item.event_time - when) <= MERGE_WINDOW)  # type: ignore[operator]
-            if (hit.score >= self._merge_similarity and close
-                    and item.metadata.get("type") == kind != EXCHANGE
-                    and item.metadata.get("speaker") == speaker):
+            if (close and item.metadata.get("type") == kind != EXCHANGE
+                    and item.metadata.get("speaker") == speaker
+                    and self._says_the_same(hit.score, item.text, text)):
                 return item
         return None
+
+    def _says_the_same(self, cosine: float, old: str, new: str) -> bool:
+        """Nearly the same words: a high cosine, or — for Chinese, where the packaged
+        English model's cosines are high for unrelated sentences and lower for rephrasings
+        ("页面又卡顿了" / "页面卡顿，点了半天") — a fair cosine and most characters shared."""
+        if cosine >= self._merge_similarity:
+            return True
+        return (cosine >= CJK_MERGE_COSINE and has_cjk(new)
+                and overlap(old, new) >= CJK_MERGE_OVERLAP)
 
     @staticmethod
     def _merge(item: MemoryItem, candidate: Candidate, new_id: str) -> MemoryItem:
@@ -111,7 +131,7 @@ class EpisodeStore:
         meta["trend"] = "worse" if last < first else "better" if last > first else "steady"
         turns = [*item.provenance.turn_ids, *candidate.provenance.turn_ids]
         return item.model_copy(update={
-            "metadata": meta, "updated_at": utcnow(),
+            "metadata": meta, "updated_at": utcnow(), "status": MemoryStatus.ACTIVE,
             "event_time": max(filter(None, [item.event_time, candidate.event_time])),
             "provenance": item.provenance.model_copy(update={"turn_ids": turns}),
             "text": f"{item.text} (×{meta['count']})" if "(×" not in item.text

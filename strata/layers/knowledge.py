@@ -32,7 +32,8 @@ from strata.models import (
 from strata.stores.ports import VectorStore
 
 __all__ = ["DocumentIn", "DocumentSummary", "ImportPlan", "ImportReport", "KnowledgeBase",
-           "ValidationQuestion", "chunk_text", "content_hash", "import_lock_name", "read_folder"]
+           "ValidationQuestion", "chunk_text", "collapse_hits", "content_hash",
+           "import_lock_name", "read_folder"]
 
 logger = logging.getLogger(__name__)
 CHUNK_MIN, CHUNK_MAX, OVERLAP = 300, 500, 60
@@ -120,6 +121,22 @@ def chunk_text(text: str, min_chars: int = CHUNK_MIN, max_chars: int = CHUNK_MAX
 def _tail(chunk: str, overlap: int) -> str:
     last = _sentences(chunk)[-1] if _sentences(chunk) else ""
     return last if 0 < len(last) <= overlap else ""
+
+
+def collapse_hits(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """One hit per chunk text (case and whitespace aside), the best scored, best first; its
+    payload's ``doc_ids`` lists every document that holds the text."""
+    best: dict[str, SearchHit] = {}
+    for hit in sorted(hits, key=lambda h: h.score, reverse=True):
+        key = " ".join(hit.record.text.lower().split())
+        doc_id = str(hit.record.payload.get("doc_id", ""))
+        if key not in best:
+            record = hit.record.model_copy(update={"payload": {
+                **hit.record.payload, "doc_ids": [doc_id]}})
+            best[key] = hit.model_copy(update={"record": record})
+        elif doc_id not in best[key].record.payload["doc_ids"]:
+            best[key].record.payload["doc_ids"].append(doc_id)
+    return list(best.values())
 
 
 def _shingles(text: str, n: int = 5) -> set[str]:
@@ -274,9 +291,11 @@ class KnowledgeBase:
 
     def search(self, tenant: str, query: str, vector: Sequence[float], top_k: int
                ) -> list[SearchHit]:
-        """Active chunks only."""
-        return self._vectors.search_hybrid(Collection.KNOWLEDGE, Scope.shared(tenant), vector,
-                                           query, top_k, RecordFilter(statuses=["active"]))
+        """Active chunks only, each text once: a chunk imported under several documents is
+        the best-scored copy, its payload's ``doc_ids`` naming every document holding it."""
+        hits = self._vectors.search_hybrid(Collection.KNOWLEDGE, Scope.shared(tenant), vector,
+                                           query, top_k * 2, RecordFilter(statuses=["active"]))
+        return collapse_hits(hits)[:top_k]
 
     def documents(self, tenant: str, limit: int = 10_000) -> list[DocumentSummary]:
         """Every document of a tenant (all versions and statuses), by doc_id."""

@@ -16,6 +16,7 @@ from strata.extract.base import Candidate, Intent
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
+from strata.extract.terms import coverage, has_cjk
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
@@ -46,6 +47,13 @@ COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection
                MemoryKind.PROCEDURE: Collection.PROCEDURES}
 LIST_LIMIT = 1000
 FORGET_SIMILARITY = 0.55
+FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
+MIN_SHARED_TEXT = 8  # shorter shared text ("ok", a name) does not tie two memories together
+
+
+def _plain(text: str) -> str:
+    """Text compared for "the same words": case-folded, runs of space as one, no end stops."""
+    return " ".join(text.casefold().split()).strip(" .!?。！？")
 
 
 class MemoryCreate(BaseModel):
@@ -95,6 +103,26 @@ class MemoryPatch(BaseModel):
     @classmethod
     def _tags(cls, value: list[str] | None) -> list[str] | None:
         return None if value is None else [check_name("scope tag", tag) for tag in value]
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON-like value (keys of objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _refuse_secrets(*fields: Any) -> None:
+    """Every field that reaches long-term memory — text, key, value, scope tags, metadata (a
+    procedure's steps too) — passes the sensitive-data filter; a write that carries a secret is
+    refused whole, before anything is stored."""
+    if any(find_pii(text) for field in fields for text in _strings(field)):
+        raise InvalidInput("the memory contains sensitive data (ID, card, password, key, phone "
+                           "or address), which Strata never stores long-term")
 
 
 def _procedure_spec(metadata: dict[str, Any]) -> ProcedureSpec:
@@ -161,6 +189,7 @@ class LongTermMemory:
     def create(self, scope: Scope, body: MemoryCreate) -> tuple[MemoryItem, str]:
         """Create a memory; returns it and what happened (insert, supersede, …)."""
         provenance = Provenance(session_id=body.session_id)
+        _refuse_secrets(body.key, body.value, body.text, body.scope_tags, body.metadata)
         if body.kind is MemoryKind.PROCEDURE:
             if not body.key:
                 raise InvalidInput("a procedure needs key (its name)")
@@ -206,9 +235,7 @@ class LongTermMemory:
     def update(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
         """Edit a memory. A fact's new value is a new version (the old is superseded)."""
         collection, item = self.find(scope, memory_id)
-        for text in (patch.text, patch.value):
-            if text and find_pii(text):
-                raise InvalidInput("the edit contains sensitive data, which is never stored")
+        _refuse_secrets(patch.text, patch.value, patch.scope_tags, patch.metadata)
         if collection is Collection.FACTS and (patch.value or patch.text) and item.key:
             candidate = Candidate(
                 kind=MemoryKind.FACT, key=item.key, value=patch.value or item.value,
@@ -240,14 +267,51 @@ class LongTermMemory:
         return updated
 
     def delete(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
-        """Delete a memory and every version of it, and the exchanges that repeat its turns;
-        returns what was deleted."""
+        """Delete a memory, every version of it, and what was made from the same words;
+        returns everything deleted (the memory and its versions first).
+
+        Made from the same words: a fact or episode (a turn's episode, an exchange, a merged
+        event) of the same session that shares a source turn with a deleted version and
+        whose text contains that version's text or is contained in it (compared case- and
+        space-insensitively, at least ``MIN_SHARED_TEXT`` characters), and every exchange
+        that repeats a deleted episode's turns. So deleting a fact also deletes the turn's
+        episode and the exchanges that quote the sentence; deleting a turn's episode also
+        deletes the facts read from it. The caller removes the source turns from the
+        session's WAL, window and snapshot (live or archived): ``delete_memory``.
+        """
         collection, item = self.find(scope, memory_id)
-        doomed = self.history(scope, memory_id) if collection is Collection.FACTS else [item]
-        if collection is Collection.EPISODES:
-            doomed += self._exchanges_of(scope, item)
-        self.vectors.delete(collection, scope, [d.id for d in doomed])
-        return doomed
+        versions = self.history(scope, memory_id) if collection is Collection.FACTS else [item]
+        doomed = {v.id: v for v in versions}
+        for version in versions:
+            for other in self._same_words(scope, version):
+                doomed.setdefault(other.id, other)
+            if collection is Collection.EPISODES:
+                for other in self._exchanges_of(scope, version):
+                    doomed.setdefault(other.id, other)
+        by_collection: dict[Collection, list[str]] = {}
+        for d in doomed.values():
+            by_collection.setdefault(COLLECTIONS[d.kind], []).append(d.id)
+        for target, ids in by_collection.items():
+            self.vectors.delete(target, scope, ids)
+        return list(doomed.values())
+
+    def _same_words(self, scope: Scope, item: MemoryItem) -> list[MemoryItem]:
+        """Facts and episodes of ``item``'s session that share a source turn with it and
+        hold its text (or are held in it); never ``item`` itself."""
+        turns, needle = set(item.provenance.turn_ids), _plain(item.text)
+        if not turns or not item.provenance.session_id or len(needle) < MIN_SHARED_TEXT:
+            return []
+        same_session = RecordFilter(payload_equals={
+            "provenance.session_id": item.provenance.session_id})
+        found = []
+        for collection in (Collection.FACTS, Collection.EPISODES):
+            for other in map(from_record, self.vectors.query(collection, scope, same_session,
+                                                             MAX_EXCHANGES_SCAN)):
+                text = _plain(other.text)
+                if (other.id != item.id and turns & set(other.provenance.turn_ids)
+                        and len(text) >= MIN_SHARED_TEXT and (needle in text or text in needle)):
+                    found.append(other)
+        return found
 
     def _exchanges_of(self, scope: Scope, item: MemoryItem) -> list[MemoryItem]:
         """Exchange memories that share a source turn with ``item`` (never ``item`` itself)."""
@@ -263,15 +327,22 @@ class LongTermMemory:
         return sum(self.vectors.delete_scope(c, scope) for c in COLLECTIONS.values())
 
     def forget_matching(self, scope: Scope, target: str) -> list[str]:
-        """A "forget" intent: matching facts and episodes get weight 0 at once."""
+        """A "forget" intent: the facts and episodes (exchanges too) that name the target get
+        weight 0 at once. A memory names it when it holds most of the target's content terms,
+        or — outside Chinese, where the packaged model's cosines are trustworthy — when it is
+        close in meaning and shares a term ("forget the Tokyo trip")."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
         for collection in (Collection.FACTS, Collection.EPISODES):
             hits = self.vectors.search_hybrid(collection, scope, vector, target, 10,
-                                              RecordFilter(statuses=["active"]))
+                                              RecordFilter(statuses=["active", "cold"]))
             for hit in hits:
-                if hit.parts.get("dense", 0.0) < FORGET_SIMILARITY and not hit.parts.get(
-                        "lexical"):
+                words = " ".join(filter(None, [hit.record.text, hit.record.payload.get("key"),
+                                               hit.record.payload.get("value")]))
+                covered = coverage(target, words.replace(".", " ").replace("_", " "))
+                close = (not has_cjk(target) and covered > 0
+                         and hit.parts.get("dense", 0.0) >= FORGET_SIMILARITY)
+                if covered < FORGET_COVERAGE and not close:
                     continue
                 item = from_record(hit.record).model_copy(update={"weight": 0.0,
                                                                   "updated_at": utcnow()})

@@ -82,6 +82,8 @@ class FactStore:
             item.metadata["mentions"] = int(item.metadata.get("mentions", 1)) + 1
             item.confidence = max(item.confidence, candidate.confidence)
             item.updated_at = now
+            if item.status is MemoryStatus.COLD:  # said again: current again (rewarmed)
+                item.status, item.last_access_at = MemoryStatus.ACTIVE, now
             if decision.action is Action.PROMOTE:
                 item.status = MemoryStatus.ACTIVE
                 item.confidence = max(item.confidence, self._resolver.override_min_confidence)
@@ -94,6 +96,12 @@ class FactStore:
             provenance=candidate.provenance, created_at=now, updated_at=now,
             event_time=candidate.event_time, metadata={"mentions": 1})
         changed = [item]
+        for seen_id in decision.confirmed:  # observations this statement confirms: retired
+            seen = self.get(scope, seen_id)
+            item.metadata["mentions"] += int(seen.metadata.get("mentions", 1))
+            seen.status, seen.valid_to, seen.superseded_by = MemoryStatus.SUPERSEDED, now, new_id
+            seen.updated_at = now
+            changed.append(seen)
         if decision.action is Action.SUPERSEDE:
             for old_id in decision.affected:
                 old = self.get(scope, old_id)

@@ -5,6 +5,8 @@ hashing, so all sessions of a user live on one shard (its single writer). Each t
 appended to the session's Redis WAL before it is acknowledged; snapshots are written in
 the background every few turns; a restarted shard rebuilds a session from its snapshot plus
 the WAL entries after it. The WAL doubles as the session transcript that extraction reads.
+Every turn id a session ever had is kept in a Redis set written in the WAL entry's
+transaction, so a retried ``turn_id`` is a duplicate for the session's whole life.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from strata.errors import Conflict, InvalidInput, NotFound
+from strata.errors import Conflict, InvalidInput, NotFound, QueueStoreError
+from strata.extract.pii import redact
 from strata.layers.memories import LongTermMemory
 from strata.layers.shard_longterm import IntentResult, LongTermShardOps
 from strata.layers.summarize import Summarizer
@@ -158,6 +161,11 @@ class SessionShardService(LongTermShardOps):
                                                    session_id=session_id))
             self._apply(memory, record)
             memory.state.wal_id = wal_id
+        if memory is not None and memory.state.turn_count and not self._redis.has_turn_id_set(key):
+            # a session written before the turn-id set: fill it once, from the whole WAL
+            self._redis.add_turn_ids(key, [*memory.state.recent_turn_ids, *(
+                r["turn"]["turn_id"] for _, r in self._redis.wal_read(key)
+                if r.get("op") == "turn")])
         return memory
 
     @staticmethod
@@ -243,18 +251,26 @@ class SessionShardService(LongTermShardOps):
             if new and state.closed:
                 raise Conflict(f"session {session_id!r} is closed; start a new session")
             now = utcnow()
-            wal_ids = iter(self._redis.wal_append_many(key, [
-                {"op": "turn", "at": now.isoformat(), "turn": t.model_dump(mode="json")}
-                for t in new]) if new else [])
+            try:
+                wal_ids = iter(self._redis.wal_append_many(key, [
+                    {"op": "turn", "at": now.isoformat(), "turn": t.model_dump(mode="json")}
+                    for t in new], [t.turn_id for t in new]) if new else [])
+            except QueueStoreError:
+                # the write may have landed before the connection broke: rebuild the
+                # session from Redis on its next use rather than trust this copy
+                self._sessions.pop(key, None)
+                raise
             acks = []
             for (_, asked), turn in zip(batch, fresh, strict=True):
                 if turn is None:
                     acks.append(self._ack(state, str(asked.turn_id), duplicate=True))
                     continue
                 wal_from, wal_id = state.wal_id, next(wal_ids)
+                previous = next((t.content for t in reversed(state.window)
+                                 if t.role is Role.USER), None)
                 entry.memory.append(turn, received_at=now)
                 state.wal_id = wal_id
-                intents = self._apply_intents(scope, turn, wal_from, wal_id)
+                intents = self._apply_intents(scope, turn, wal_from, wal_id, previous)
                 ack = self._ack(state, turn.turn_id)
                 ack.intents = intents
                 acks.append(ack)
@@ -283,15 +299,14 @@ class SessionShardService(LongTermShardOps):
 
     def _known_turn_ids(self, key: str, memory: WorkingMemory,
                         turn_ids: list[str | None]) -> set[str]:
-        """Which of these client ids the session already has. The window remembers its last
-        ``RECENT_IDS`` ids; a longer batch is also checked against the WAL's tail, so that a
-        retried batch of any allowed size is written once."""
+        """Which of these client ids the session already has, at any age: the window's last
+        ``RECENT_IDS`` ids answer without a round trip, the session's turn-id set in Redis
+        answers for the rest (one SMISMEMBER; never a WAL read)."""
         asked = {t for t in turn_ids if t is not None}
         known = {t for t in asked if memory.has_turn(t)}
-        if (known != asked and len(turn_ids) > WorkingMemory.RECENT_IDS
-                and memory.state.turn_count > len(memory.state.recent_turn_ids)):
-            tail = self._redis.wal_tail(key, len(turn_ids) + WorkingMemory.RECENT_IDS)
-            known |= asked & {r["turn"]["turn_id"] for _, r in tail if r.get("op") == "turn"}
+        unknown = sorted(asked - known)
+        if unknown:
+            known |= self._redis.known_turn_ids(key, unknown)
         return known
 
     def _after_append(self, key: str, entry: _Entry, turns: list[Turn]) -> None:
@@ -354,7 +369,12 @@ class SessionShardService(LongTermShardOps):
             return merged
 
     def close(self, scope: Scope, session_id: str) -> CloseAck:
-        """Close: hand the session to extraction, archive it, free the memory."""
+        """Close: hand the session to extraction, archive it, free the memory.
+
+        The archived working memory (window, pinned turns, summary, task state) is redacted
+        with the write filter's ``redact``; the WAL keeps the turns as said, since it is the
+        transcript the extraction job reads (and the write filter drops what is sensitive).
+        """
         _validate_session_id(session_id)
         with self._lock:
             entry = self._get(scope, session_id, create=False)
@@ -365,7 +385,9 @@ class SessionShardService(LongTermShardOps):
             state.wal_id = self._redis.wal_append(key, {"op": "close"})
             state.closed = True
             job = self._enqueue_extraction(scope, state, "close")
-            self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+            self.flush_snapshots()  # an older, unredacted snapshot must not land after this one
+            self._redis.snapshot_put(key, _redacted(state).model_dump(mode="json"),
+                                     state.wal_id)
             self._redis.archive_session(key, self._settings.archive_retention_days * 86400)
             self._redis.untrack_session(self.shard_id, key)
             self._sessions.pop(key, None)
@@ -456,6 +478,25 @@ class SessionShardService(LongTermShardOps):
             for key in list(self._sessions):
                 self._evict(key)
         self._snapshots.shutdown(wait=True)
+
+
+def _redacted(state: SessionState) -> SessionState:
+    """The session's working memory with sensitive spans replaced (``[REDACTED:<kind>]``)."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    def turn(t: Turn) -> Turn:
+        return t.model_copy(update={"content": redact(t.content), "metadata": clean(t.metadata)})
+
+    return state.model_copy(update={
+        "window": [turn(t) for t in state.window], "pinned": [turn(t) for t in state.pinned],
+        "summary": redact(state.summary), "task_state": clean(state.task_state)})
 
 
 def generated_turn_id(session_id: str, number: int) -> str:

@@ -3,7 +3,8 @@
 Explicit "remember"/override intents are written before the turn call returns (through
 ``q:ltm:high``, acknowledged once applied, so a failure leaves the job for a worker);
 "forget" intents drop matching memories' weight to zero at once; deletes cascade through
-every store and leave a content-free tombstone in the audit stream.
+every store and leave a content-free tombstone in the audit stream, and a background purge
+(``strata.layers.forgetting.FilePurge``) then removes the deleted text from the stores' files.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from strata.errors import BackendUnavailable, NotFound, StrataError
 from strata.extract.base import Candidate, Intent
+from strata.extract.intents import is_declaration
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
 from strata.layers.decay import (
@@ -28,9 +30,12 @@ from strata.layers.decay import (
     apply_changes,
     sweep_scope,
 )
+from strata.layers.forgetting import FilePurge
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.transfer import import_items
 from strata.layers.working import SessionState
 from strata.models import MemoryItem, MemoryKind, RecallRequest, Role, Scope, Turn, utcnow
+from strata.portability import ImportCounts
 from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteDecision
@@ -44,7 +49,7 @@ from strata.recall.service import (
     select_candidates,
 )
 from strata.stores.hot import HotIndexStore
-from strata.stores.ports import QueryEmbedding, StatusWriter
+from strata.stores.ports import Purging, QueryEmbedding, StatusWriter
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
 if TYPE_CHECKING:
@@ -54,6 +59,7 @@ __all__ = ["IntentResult", "LongTermShardOps", "MemoryAnswer"]
 
 logger = logging.getLogger(__name__)
 HIGH_GROUP = "extractors"
+EXPLICIT_MIN_CONFIDENCE = 0.6  # a declared fact below this waits for the session end
 
 
 class IntentResult(BaseModel):
@@ -88,6 +94,7 @@ class LongTermShardOps:
     _longterm: LongTermMemory | None
     _recall: RecallService | None = None
     _queries: QueryBatcher | None = None  # concurrent recalls' queries, embedded together
+    _purge: FilePurge | None = None
     _build_lock = threading.Lock()
 
     @property
@@ -99,6 +106,21 @@ class LongTermShardOps:
                 if self._longterm is None:
                     self._longterm = self._longterm_factory()
         return self._longterm
+
+    @property
+    def file_purge(self) -> FilePurge:
+        """The purge that follows deletes: the AOF rewrite, and the compaction of the durable
+        vector store (under the hot index) when there is one."""
+        if self._purge is None:
+            durable = None
+            if self._longterm_factory is not None:
+                vectors = self.longterm.vectors
+                inner = vectors.inner if isinstance(vectors, HotIndexStore) else vectors
+                durable = inner if isinstance(inner, Purging) else None
+            with self._build_lock:
+                if self._purge is None:
+                    self._purge = FilePurge(self._redis, durable)
+        return self._purge
 
     def view(self, scope: Scope, session_id: str) -> WorkingMemoryView:
         raise NotImplementedError  # SessionShardService's
@@ -185,18 +207,22 @@ class LongTermShardOps:
                     } if queries is not None else {}
         return {"enabled": True, "shard": self.shard_id, **stats.__dict__, **batching}
 
-    def _apply_intents(self, scope: Scope, turn: Turn, wal_from: str,
-                       wal_to: str) -> IntentResult:
-        """Explicit intents of a user turn, applied now."""
+    def _apply_intents(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
+                       previous: str | None = None) -> IntentResult:
+        """Explicit intents of a user turn, applied now (``previous``: the user's turn before
+        it, what a bare "that's no longer relevant" refers to)."""
         result = IntentResult()
         if turn.role is not Role.USER or self._longterm_factory is None:
             return result
-        if detect_intent(turn.content) is Intent.NONE:
-            return result  # the common case: one cheap regex pass, no extraction
-        candidates = RuleExtractor().extract([turn])
+        declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
+        if detect_intent(turn.content) is Intent.NONE and not declared:
+            return result  # the common case: two cheap regex passes, no extraction
+        candidates = RuleExtractor().extract([turn], previous=previous)
         forget = [c for c in candidates if c.intent is Intent.FORGET]
         explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key
-                    and c.intent in (Intent.REMEMBER, Intent.OVERRIDE)]
+                    and (c.intent in (Intent.REMEMBER, Intent.OVERRIDE)
+                         or (declared and c.intent is Intent.NONE
+                             and c.confidence >= EXPLICIT_MIN_CONFIDENCE))]
         if not forget and not explicit:
             return result
         job = self._redis.enqueue(QUEUE_HIGH, {
@@ -271,6 +297,19 @@ class LongTermShardOps:
                               kind=item.kind.value, at=utcnow().isoformat())
             return {"memory": item.model_dump(mode="json"), "action": action}
 
+    def import_memories(self, scope: Scope, items: list[MemoryItem],
+                        admin: bool) -> ImportCounts:
+        """An export's memories written into ``scope`` with their ids, times and statuses
+        (``strata.layers.transfer.import_items``), through this shard's hot index."""
+        with self._memory_lock:
+            if items:
+                self._redis.register_user(scope.key)
+            counts = import_items(self.longterm.vectors, self.longterm.embedder, scope, items,
+                                  admin=admin, procedure_cap=self.longterm.procedures.cap)
+            self._redis.audit(scope.key, action="import", count=counts.created + counts.updated,
+                              at=utcnow().isoformat())
+            return counts
+
     def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
                       q: str | None, limit: int) -> list[MemoryItem]:
         return self.longterm.list_items(scope, kind, status, q, limit)
@@ -294,8 +333,9 @@ class LongTermShardOps:
         with self._memory_lock:
             return sum(self.longterm.reinforce(scope, ids) for scope, ids in returned)
 
-    def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, int]:
-        """Delete a memory, its versions, its source turns and its recall-log entries."""
+    def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+        """Delete a memory, its versions, the memories made from the same words
+        (``LongTermMemory.delete``), their source turns and their recall-log entries."""
         with self._lock, self._memory_lock:
             doomed = self.longterm.delete(scope, memory_id)
             turns: dict[str, set[str]] = {}
@@ -308,7 +348,9 @@ class LongTermShardOps:
             self._redis.recall_log_remove(scope.key, {d.id for d in doomed})
             self._redis.audit(scope.key, action="delete", memory_id=memory_id,
                               count=len(doomed), at=utcnow().isoformat())
-            return {"deleted_versions": len(doomed), "deleted_turns": removed}
+        self.file_purge.request()
+        return {"deleted_versions": len(doomed), "deleted_turns": removed,
+                "deleted_ids": [d.id for d in doomed]}
 
     def _scrub_session(self, scope: Scope, session_id: str, turn_ids: set[str],
                        doomed: list[MemoryItem]) -> int:
@@ -345,5 +387,6 @@ class LongTermShardOps:
             logged = self._redis.recall_log_remove(scope.key)
             self._redis.audit(scope.key, action="delete_user", count=memories,
                               at=utcnow().isoformat())
-            return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
-                    "recall_log_entries": logged}
+        self.file_purge.request()
+        return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
+                "recall_log_entries": logged}

@@ -1,5 +1,11 @@
 """The labelled context, fitted to a token budget, in a fixed order: working memory,
-long-term memory, knowledge base (the model attends most to the start and the end)."""
+long-term memory, knowledge base (the model attends most to the start and the end).
+
+Working-memory turns are stored verbatim in the session (the agent's own conversation), but
+rendered into a recalled context redacted, like long-term memories: a recalled context is
+handed to other prompts, logs and tools, so an API key, a card number or a password a user
+typed does not travel with it.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from strata.extract.pii import redact
 from strata.models import Turn
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
-__all__ = ["WORKING_SHARE", "ContextBuilder", "label"]
+__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "label"]
 
 WORKING_SHARE = 0.6  # working memory may use at most this share of the budget
+SUMMARY_SHARE = 0.4  # the rolling summary may use at most this share of working memory's
 HEADERS = {"working": "## Working memory", "long_term": "## Long-term memory",
            "knowledge": "## Knowledge base"}
 
@@ -23,8 +31,27 @@ def _date(when: datetime | None) -> str:
 
 
 def label(item: ScoredItem) -> str:
-    """``[fact · 2026-11-30] text`` — the source and date of every line."""
-    return f"[{item.kind} · {_date(item.created_at)}] {item.text}"
+    """``[fact · 2026-11-30] text`` — the source and date of every line; what the agent
+    inferred says so (``[fact · inferred · …]``), never passing for what the user stated."""
+    inferred = " · inferred" if item.source == "inferred" else ""
+    return f"[{item.kind}{inferred} · {_date(item.created_at)}] {item.text}"
+
+
+def _trimmed(text: str, tokens: int) -> str:
+    """``text`` cut at a word to at most ``tokens`` (with an ellipsis when cut)."""
+    if count_tokens(text) <= tokens:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix that fits
+        mid = (low + high + 1) // 2
+        if count_tokens(text[:mid] + "…") <= tokens:
+            low = mid
+        else:
+            high = mid - 1
+    cut = text[:low]
+    if " " in cut[len(cut) // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;，；") + "…" if cut else ""
 
 
 class ContextBuilder:
@@ -34,20 +61,31 @@ class ContextBuilder:
         self.budget = budget_tokens
         self._blocks: dict[str, list[str]] = {k: [] for k in HEADERS}
         self.included: list[ScoredItem] = []
+        # the tokens of the rendered context, counted part by part (each line and header
+        # with its separator): never below the count of the whole, so the budget holds, and
+        # one line is counted per candidate instead of the whole context again
+        self._used = 0
 
     def tokens(self) -> int:
-        return count_tokens(self.render())
+        """The tokens the budget was held to: the parts' counts, never below the whole's."""
+        return self._used
+
+    def _cost(self, block: str, line: str) -> int:
+        header = 0 if self._blocks[block] else count_tokens("\n\n" + HEADERS[block])
+        return header + count_tokens("\n" + line)
 
     def _fits(self, block: str, line: str, limit: int) -> bool:
-        trial = {k: list(v) for k, v in self._blocks.items()}
-        trial[block].append(line)
-        return count_tokens(_render(trial)) <= limit
+        return self._used + self._cost(block, line) <= limit
+
+    def _append(self, block: str, line: str) -> None:
+        self._used += self._cost(block, line)
+        self._blocks[block].append(line)
 
     def add(self, block: str, line: str, item: ScoredItem | None = None,
             limit: int | None = None) -> bool:
         if not self._fits(block, line, min(self.budget, limit or self.budget)):
             return False
-        self._blocks[block].append(line)
+        self._append(block, line)
         if item is not None:
             self.included.append(item)
         return True
@@ -59,27 +97,32 @@ class ContextBuilder:
         in_window = {t.turn_id for t in window}
         goal = {k: v for k, v in task_state.items() if v not in (None, [], {}, "")}
         if goal:
-            self.add("working", f"[task state] {goal}", limit=limit)
+            self.add("working", f"[task state] {redact(str(goal))}", limit=limit)
         for turn in pinned:
             if turn.turn_id not in in_window:
-                self.add("working", f"[pinned · {_date(turn.created_at)}] {turn.content}",
-                         limit=limit)
-        kept: list[tuple[Turn, str]] = []
+                self.add("working", f"[pinned · {_date(turn.created_at)}] "
+                         f"{redact(turn.content)}", limit=limit)
+        if summary:  # what the window no longer holds: kept, trimmed to its share
+            line = _trimmed(f"[summary] {redact(summary)}", int(limit * SUMMARY_SHARE))
+            if line:
+                self.add("working", line, limit=limit)
+        kept: list[tuple[Turn, str, str]] = []
+        used = self._used
         for turn in reversed(window):
-            line = f"[{turn.role.value} · {_date(turn.created_at)}] {turn.content}"
+            text = redact(turn.content)
+            line = f"[{turn.role.value} · {_date(turn.created_at)}] {text}"
             if not self._fits("working", line, limit):
                 break
-            self._blocks["working"].append(line)
-            kept.append((turn, line))
-        for _, line in kept:
+            self._append("working", line)
+            kept.append((turn, line, text))
+        for _, line, _ in kept:
             self._blocks["working"].remove(line)
-        for turn, line in reversed(kept):
-            self._blocks["working"].append(line)
+        self._used = used
+        for turn, line, text in reversed(kept):
+            self._append("working", line)
             self.included.append(ScoredItem(
-                id=turn.turn_id, layer="working", kind=turn.role.value, text=turn.content,
+                id=turn.turn_id, layer="working", kind=turn.role.value, text=text,
                 score=0.0, created_at=turn.created_at))
-        if summary:
-            self.add("working", f"[summary] {summary}", limit=limit)
 
     def render(self) -> str:
         return _render(self._blocks)

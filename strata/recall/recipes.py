@@ -28,10 +28,17 @@ class RecallRecipe(BaseModel):
         "fact": 1.0, "procedure": 0.9, "knowledge": 0.8, "episode": 0.6})
     half_life_days: dict[str, float] = Field(default_factory=lambda: {
         "facts": 30.0, "episodes": 7.0})
+    # time decay counts from when a memory happened (its event time), down to this floor
+    decay_floor: float = Field(default=0.5, ge=0.0, le=1.0)
     threshold: float = 0.3
     # below this (the strongest of cosine, saturated BM25 and the mix) a candidate is
     # unrelated, whatever its recency
     min_similarity: float = 0.2
+    # the floor of the relaxed pass for knowledge chunks (strata.recall.service.could_pass):
+    # relaxing halves min_similarity, but never below this — MiniLM gives unrelated text
+    # ("anything?" against a documentation chunk) a cosine of 0.0–0.13, a weak real match
+    # 0.18 or more
+    relaxed_floor: float = Field(default=0.15, ge=0.0, le=1.0)
     dedup_jaccard: float = 0.8
     # episodes at two granularities (strata.recall.granularity); exchange_weight 0: turns only
     exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)

@@ -32,9 +32,9 @@ _CONTINUATION = re.compile(
     r"刚才|上面|前面说|再展开|继续说|接着说|那个再|你刚说|\b(go on|continue|elaborate|expand on|"
     r"you just said|as you said|what did you mean|the previous answer|that last)\b", re.I)
 _PERSONAL = re.compile(
-    r"我(之前|上次|以前|曾经|说过|告诉过|喜欢|讨厌|住|的)|我是不是|还记得|记得我|"
+    r"我(之前|上次|以前|曾经|说过|告诉过|喜欢|讨厌|住|的|们)|咱|我是不是|还记得|记得我|"
     r"\b(my|mine|did i|have i|was i|am i|(?<!how )(?<!what )do i|i told you|remember when|"
-    r"about me|for me|"
+    r"about me|for me|we|we're|we've|we'll|our|ours|us|let's|"
     r"what do i|when did i|where did i|who did i)\b", re.I)
 # questions about people: a possessive name, "did Caroline …", a name inside the sentence
 # ("the shoes that Melanie got"), third-person pronouns
@@ -42,11 +42,16 @@ _PEOPLE = re.compile(
     r"他|她|\b[A-Z][a-z]+'s\b|(?<=[a-z,] )[A-Z][a-z]{2,}\b|"
     r"\b(?i:did|does|do|has|have|is|was|were|would|will|could|can|had) [A-Z][a-z]+\b|"
     r"\b(?i:he|she|his|her|hers|him|they|their|them)\b")
+# documentation cues: a question with one of these and no personal cue is about the docs
 _KNOWLEDGE = re.compile(
-    r"怎么|如何|什么是|文档|配置|步骤|教程|说明|规定|政策|价格|支持|"
-    r"\b(how (do|to|can|does)|what is(?! my)|"
-    r"what are(?! my)|docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
+    r"文档|配置|步骤|教程|说明|规定|政策|价格|支持|"
+    r"\b(docs?|documentation|manual|configure|install|setup|set up|policy|pricing|"
     r"supported|error code|api)\b", re.I)
+# the form of a question ("what are …", "how does …") says nothing about whom it is about:
+# "What are we doing with the kitchen?" is the user's own business, so a question with only
+# this cue searches memory too (mixed), never the knowledge base alone
+_QUESTION = re.compile(
+    r"怎么|如何|什么是|\b(how (do|to|can|does)|what is(?! my)|what are(?! my))\b", re.I)
 
 
 class RouteDecision(BaseModel):
@@ -68,14 +73,17 @@ def route_query(query: str, requested: list[str] | None = None,
     continuation = bool(_CONTINUATION.search(query))
     personal = bool(_PERSONAL.search(query) or _PEOPLE.search(query))
     knowledge = bool(_KNOWLEDGE.search(query))
-    if continuation and has_session and not knowledge:
+    question = bool(_QUESTION.search(query))
+    if continuation and has_session and not (knowledge or question):
         route, reason = Route.CONTINUATION, "refers to the current conversation"
-    elif personal and knowledge:
+    elif personal and (knowledge or question):
         route, reason = Route.MIXED, "personal and documentation cues"
     elif personal:
         route, reason = Route.PERSONAL, "asks about the user's own history"
     elif knowledge:
         route, reason = Route.KNOWLEDGE, "a documentation question"
+    elif question:
+        route, reason = Route.MIXED, "a question that may be about the user"
     else:
         guess = classifier.classify(query) if classifier is not None else None
         route, reason = (guess, "classifier") if guess else (Route.MIXED, "no clear cue")

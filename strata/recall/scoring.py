@@ -13,14 +13,17 @@ from pydantic import BaseModel, Field
 from strata.models import Provenance, SearchHit, Source
 from strata.recall.recipes import RecallRecipe
 
-__all__ = ["ScoredItem", "decay_weight", "dedup", "score_hits", "similarity"]
+__all__ = ["ScoredItem", "collapse_copies", "decay_weight", "dedup", "normalised_text",
+           "score_hits", "similarity"]
 
 
-def decay_weight(days: float, half_life_days: float | None) -> float:
-    """exp(-λ·days); 1.0 for layers that do not decay."""
+def decay_weight(days: float, half_life_days: float | None, floor: float = 0.0) -> float:
+    """``floor + (1 - floor)·exp(-λ·days)``; 1.0 for layers that do not decay. The floor
+    keeps an old memory rankable: recency orders similar memories, it does not erase a
+    conversation imported with old dates."""
     if not half_life_days:
         return 1.0
-    return math.exp(-math.log(2) / half_life_days * max(0.0, days))
+    return floor + (1 - floor) * math.exp(-math.log(2) / half_life_days * max(0.0, days))
 
 
 class ScoredItem(BaseModel):
@@ -32,7 +35,7 @@ class ScoredItem(BaseModel):
     text: str
     score: float = 0.0
     created_at: datetime | None = None  # the label's date: when it happened
-    age_from: datetime | None = None    # what decay counts from: last access or update
+    age_from: datetime | None = None    # what decay counts from: when it happened
     confidence: float | None = None
     source: str | None = None
     provenance: Provenance = Field(default_factory=Provenance)
@@ -70,7 +73,7 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
         match = similarity(hit.parts, recipe)
         when = item.age_from or item.created_at or now
         decay = decay_weight((now - when).total_seconds() / 86400,
-                             recipe.half_life_days.get(layer))
+                             recipe.half_life_days.get(layer), recipe.decay_floor)
         confidence = item.confidence if item.confidence is not None else 1.0
         if item.source == Source.INFERRED.value:
             confidence *= 0.5
@@ -106,3 +109,30 @@ def dedup(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
             continue
         kept.append((item, words))
     return [i for i, _ in kept]
+
+
+def normalised_text(text: str) -> str:
+    """The text as copies are compared: case and runs of whitespace do not count."""
+    return " ".join(text.lower().split())
+
+
+def collapse_copies(items: Sequence[ScoredItem]) -> list[ScoredItem]:
+    """One item per knowledge text: the same chunk imported under several documents is kept
+    once, the best scored, its kind naming every document that holds it
+    (``kb:ops/exports+handbook/copy``). Other layers pass through."""
+    best: dict[str, ScoredItem] = {}
+    holders: dict[str, list[str]] = {}
+    out: list[ScoredItem | str] = []
+    for item in sorted(items, key=lambda i: i.score, reverse=True):
+        if item.layer != "knowledge":
+            out.append(item)
+            continue
+        key = normalised_text(item.text)
+        if key not in best:
+            best[key] = item
+            out.append(key)
+        holders.setdefault(key, [])
+        if item.kind not in holders[key]:
+            holders[key].append(item.kind)
+    return [x if isinstance(x, ScoredItem) else best[x].model_copy(update={
+        "kind": "kb:" + "+".join(k.removeprefix("kb:") for k in holders[x])}) for x in out]

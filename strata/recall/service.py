@@ -39,7 +39,7 @@ from strata.recall.granularity import TermsOf, fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
-from strata.recall.scoring import ScoredItem, dedup, score_hits
+from strata.recall.scoring import ScoredItem, collapse_copies, dedup, score_hits
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
@@ -75,7 +75,10 @@ def _item(layer: str, record: StoredRecord) -> ScoredItem:
     memory = from_record(record)
     return ScoredItem(id=memory.id, layer=layer, kind=memory.kind.value,
                       text=redact(memory.text), created_at=memory.event_time or memory.created_at,
-                      age_from=memory.last_access_at or memory.updated_at,
+                      # recency is when it happened or was said (yesterday's event outranks
+                      # a similar one from 200 days ago; an update or a recall does not make
+                      # a memory new)
+                      age_from=memory.event_time or memory.created_at,
                       confidence=memory.confidence, source=memory.source.value,
                       provenance=memory.provenance, access_count=memory.access_count)
 
@@ -242,7 +245,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                             working.task_state)
     added = 0  # the best top_k items that fit the budget (a long one is skipped)
     covered: set[tuple[str | None, str]] = set()  # source turns already in the context
-    for item in dedup(ranked, recipe.dedup_jaccard):
+    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard):
         if added == request.top_k:
             break
         sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
@@ -269,20 +272,27 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                           debug=debug)
 
 
-RELAXED = 0.5  # the relaxed pass halves both thresholds
+RELAXED = 0.5  # the relaxed pass halves both thresholds (the similarity one down to a floor)
 
 
 def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELAXED) -> bool:
-    """Whether the candidate passes the thresholds (relaxed by ``factor``): one that does
-    not at the relaxed level can never reach a context."""
+    """Whether the candidate passes the thresholds (relaxed by ``factor``; for a knowledge
+    chunk the similarity threshold never below ``recipe.relaxed_floor``): one that does not
+    at the relaxed level can never reach a context. The user's own memories keep the plain
+    relaxation: MiniLM scores "I'm allergic to peanuts" against "what should I cook for
+    dinner?" 0.13, as low as documentation against "anything?", and that is the memory the
+    relaxed pass exists for."""
+    floor = recipe.relaxed_floor if candidate.layer == "knowledge" else 0.0
+    min_similarity = max(recipe.min_similarity * factor, min(recipe.min_similarity, floor))
     return (candidate.score >= recipe.threshold * factor
-            and candidate.parts.get("relevance", 0.0) >= recipe.min_similarity * factor)
+            and candidate.parts.get("relevance", 0.0) >= min_similarity)
 
 
 def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
             ) -> tuple[list[ScoredItem], bool]:
     """Relevant enough (similarity) and above the score threshold; if nothing passes,
-    relax both once (halved)."""
+    relax both once (halved), keeping the similarity floor: a query that matches nothing
+    ("anything?") recalls nothing rather than the least unrelated chunks."""
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def passing(factor: float) -> list[ScoredItem]:

@@ -35,7 +35,8 @@ from pymilvus.exceptions import MilvusException
 from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import normalize
-from strata.stores.ports import DecayFields, complete_parts, fuse_rrf, score_ids
+from strata.stores.lite_compaction import LiteCompactionUnavailable, compact_deleted
+from strata.stores.ports import DecayFields, PurgeReport, complete_parts, fuse_rrf, score_ids
 
 __all__ = ["FlushPolicy", "MilvusVectorStore"]
 
@@ -129,6 +130,7 @@ class MilvusVectorStore:
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
         self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
+        self._deleted: set[Collection] = set()  # collections deleted from since the last purge
         with _milvus_errors("connect"):
             self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
 
@@ -272,6 +274,8 @@ class MilvusVectorStore:
     def _delete(self, collection: Collection, expr: str) -> int:
         with _milvus_errors("delete"):
             result = self._client.delete(self.name(collection), filter=expr)
+        with self._lock:
+            self._deleted.add(collection)
         self._after_write(collection, 1)
         if isinstance(result, dict):
             return int(result.get("delete_count", 0))
@@ -487,6 +491,31 @@ class MilvusVectorStore:
         for collection in due:
             self.flush(collection)
         return due
+
+    def purge_deleted(self) -> PurgeReport:
+        """Make deleted rows leave the files: flush the tombstones, then compact the
+        collections deleted from. On a Milvus server ``compact`` starts a compaction (its
+        old segment files go at the next garbage collection); on milvus-lite the files
+        holding deleted rows are rewritten here, before this returns."""
+        with self._lock:
+            doomed, self._deleted = sorted(self._deleted, key=lambda c: c.value), set()
+        report = PurgeReport(collections=[c.value for c in doomed])
+        try:
+            for collection in doomed:
+                self.flush(collection)
+                if self._uri.endswith(".db"):
+                    report.files_rewritten += compact_deleted(self._uri, self.name(collection))
+                else:
+                    with _milvus_errors("compact"):
+                        self._client.compact(self.name(collection))
+        except LiteCompactionUnavailable as exc:
+            logger.warning("deleted rows stay in milvus-lite files: %s", exc)
+            report.complete = False
+        except Exception:
+            with self._lock:  # the next purge retries these
+                self._deleted.update(doomed)
+            raise
+        return report
 
     def ping(self) -> None:
         with _milvus_errors("ping"):

@@ -13,11 +13,12 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, Field
 
 from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
 
-__all__ = ["DecayFields", "DecayScan", "Embedder", "QueryEmbedding", "StatusWriter",
-           "VectorStore", "WriteBatching",
+__all__ = ["DecayFields", "DecayScan", "Embedder", "PurgeReport", "Purging", "QueryEmbedding",
+           "StatusWriter", "VectorStore", "WriteBatching",
            "complete_parts", "cosine", "fuse_rrf", "score_ids"]
 
 RRF_K = 60
@@ -161,6 +162,23 @@ class StatusWriter(Protocol):
                      changes: Sequence[tuple[str, str, str]]) -> int:
         """``(scope key, id, status)`` each; returns how many rows were written."""
         ...
+
+
+class PurgeReport(BaseModel):
+    """What a purge of deleted rows did: the collections compacted, the data files
+    rewritten (milvus-lite), and whether the store could purge at all."""
+
+    collections: list[str] = Field(default_factory=list)
+    files_rewritten: int = 0
+    complete: bool = True
+
+
+@runtime_checkable
+class Purging(Protocol):
+    """A store whose deletes leave the text in its files until a compaction: ``purge_deleted``
+    compacts what was deleted since the last purge (forgetting calls it after a delete)."""
+
+    def purge_deleted(self) -> PurgeReport: ...
 
 
 @runtime_checkable

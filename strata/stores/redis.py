@@ -3,6 +3,9 @@
 Keys (all under a configurable prefix)::
 
     wal:{session}     stream   every turn, appended before the turn is acknowledged
+    turns:{session}   set      every turn id the session ever had, written in the transaction
+                               of the turn's WAL entry (idempotent retries); lives as long as
+                               the WAL
     wm:{session}      hash     working-memory snapshot {data, wal_id}
     q:ltm:high|low    stream   long-term write queues, read through a consumer group
     idem:{id}         string   idempotency key, SET NX with a TTL
@@ -16,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -99,15 +102,39 @@ class RedisStore:
             entry = self._r.xadd(self._k(f"wal:{session_key}"), {"data": _dumps(record)})
         return str(entry.decode() if isinstance(entry, bytes) else entry)
 
-    def wal_append_many(self, session_key: str, records: list[Mapping[str, Any]]) -> list[str]:
-        """Append records in order, all or none (one MULTI/EXEC round trip); their ids."""
+    def wal_append_many(self, session_key: str, records: list[Mapping[str, Any]],
+                        turn_ids: Sequence[str] = ()) -> list[str]:
+        """Append records in order, all or none (one MULTI/EXEC round trip); their ids.
+        ``turn_ids`` join the session's turn-id set in the same transaction."""
         stream = self._k(f"wal:{session_key}")
         with _redis_errors("wal append"):
             pipe = self._r.pipeline(transaction=True)
             for record in records:
                 pipe.xadd(stream, {"data": _dumps(record)})
+            if turn_ids:
+                # no expiry: a live session's WAL has none; archiving sets both
+                pipe.sadd(self._k(f"turns:{session_key}"), *turn_ids)
             entries = pipe.execute()
-        return [str(e.decode() if isinstance(e, bytes) else e) for e in entries]
+        return [str(e.decode() if isinstance(e, bytes) else e) for e in entries[:len(records)]]
+
+    def known_turn_ids(self, session_key: str, turn_ids: Sequence[str]) -> set[str]:
+        """Which of ``turn_ids`` the session ever had (one SMISMEMBER, not a WAL read)."""
+        if not turn_ids:
+            return set()
+        with _redis_errors("turn ids"):
+            found = self._r.smismember(self._k(f"turns:{session_key}"), list(turn_ids))
+        return {t for t, hit in zip(turn_ids, found, strict=True) if hit}
+
+    def has_turn_id_set(self, session_key: str) -> bool:
+        """Whether the session has a turn-id set (sessions older than it have none)."""
+        with _redis_errors("turn ids"):
+            return bool(self._r.exists(self._k(f"turns:{session_key}")))
+
+    def add_turn_ids(self, session_key: str, turn_ids: Sequence[str]) -> None:
+        """Fill a session's turn-id set (from its WAL, for a session written before it)."""
+        if turn_ids:
+            with _redis_errors("turn ids"):
+                self._r.sadd(self._k(f"turns:{session_key}"), *turn_ids)
 
     def wal_tail(self, session_key: str, count: int) -> list[tuple[str, dict[str, Any]]]:
         """The last ``count`` WAL records, oldest first."""
@@ -142,7 +169,8 @@ class RedisStore:
 
     def delete_user_sessions(self, scope_key: str) -> int:
         """Delete every WAL and snapshot of a user's sessions (live or archived)."""
-        keys = self.keys(f"wal:{scope_key}:*") + self.keys(f"wm:{scope_key}:*")
+        keys = (self.keys(f"wal:{scope_key}:*") + self.keys(f"wm:{scope_key}:*")
+                + self.keys(f"turns:{scope_key}:*"))
         with _redis_errors("delete sessions"):
             archived = [m for m, _ in self._r.zscan_iter(self._k("archived"),
                                                          match=f"{scope_key}:*")]
@@ -165,9 +193,10 @@ class RedisStore:
         return json.loads(fields["data"]), fields["wal_id"]
 
     def delete_session(self, session_key: str) -> None:
-        """Remove a session's WAL and snapshot."""
+        """Remove a session's WAL, snapshot and turn-id set."""
         with _redis_errors("delete session"):
-            self._r.delete(self._k(f"wal:{session_key}"), self._k(f"wm:{session_key}"))
+            self._r.delete(self._k(f"wal:{session_key}"), self._k(f"wm:{session_key}"),
+                           self._k(f"turns:{session_key}"))
 
     def touch_session(self, shard: int, session_key: str, at: float) -> None:
         """Record a session's last activity in its shard's index (for idle sweeps)."""
@@ -193,6 +222,7 @@ class RedisStore:
             pipe = self._r.pipeline(transaction=True)
             pipe.expire(self._k(f"wal:{session_key}"), retention_s)
             pipe.expire(self._k(f"wm:{session_key}"), retention_s)
+            pipe.expire(self._k(f"turns:{session_key}"), retention_s)
             pipe.zadd(self._k("archived"), {session_key: time.time() if at is None else at})
             pipe.execute()
 
@@ -372,6 +402,31 @@ class RedisStore:
         with _redis_errors("audit read"):
             rows = self._r.xrange(self._k(f"audit:{scope_key}"))
         return [_decode(f) for _, f in rows]
+
+    # -- the append-only file (forgetting) -----------------------------------------------
+    def rewrite_aof(self) -> str:
+        """Ask Redis to rewrite its AOF from the live dataset, so deleted values leave the
+        files (Redis 7 writes a new base and incr file and removes the old ones). Returns
+        "started", "scheduled" (Redis runs it after its current child), "in_progress" (a
+        rewrite that forked before this call is running: ask again once it ends) or "off"
+        (no AOF)."""
+        with _redis_errors("aof rewrite"):
+            if not self._r.info("persistence").get("aof_enabled"):
+                return "off"
+            try:
+                reply = self._r.execute_command("BGREWRITEAOF")
+            except redis.ResponseError as exc:
+                if "already in progress" in str(exc):
+                    return "in_progress"
+                raise
+        text = reply.decode() if isinstance(reply, bytes) else str(reply)
+        return "scheduled" if "scheduled" in text else "started"
+
+    def aof_rewrite_pending(self) -> bool:
+        """True while an AOF rewrite runs or is scheduled."""
+        with _redis_errors("aof state"):
+            info = self._r.info("persistence")
+        return bool(info.get("aof_rewrite_in_progress") or info.get("aof_rewrite_scheduled"))
 
     # -- scans (forgetting, tests) -----------------------------------------------------------
     def keys(self, pattern: str) -> list[str]:

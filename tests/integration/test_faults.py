@@ -1,6 +1,7 @@
 """Faults under load against the real ``strata serve`` (a subprocess, its own local Ray):
 ``kill -9`` of the extractor with extraction jobs in flight, ``kill -9`` of the StoreOwner
-during turn appends and recalls, then a clean SIGTERM. Each counts what was acknowledged,
+during turn appends and recalls, a Redis restart during turn appends, recalls and queued
+extraction jobs, then a clean SIGTERM. Each counts what was acknowledged,
 lost and duplicated and measures the outage (printed with -s; docs/benchmarks.md has them).
 
 The shard kill and the Redis crash are in tests/ray/test_serve_app.py; a lost node is in
@@ -27,6 +28,7 @@ import pytest
 from bench.common.raycluster import TurnLoad, start_process, stop_process, wait_ready
 from strata import Client
 from strata.runtime import RayEndpoint
+from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 KEY = "dev"
@@ -46,6 +48,7 @@ class Service:
     proc: subprocess.Popen[bytes]
     data_dir: Path
     env: dict[str, str]
+    redis: EmbeddedRedis
 
     def actor_pids(self) -> dict[str, int]:
         """Named actors' pids, read through the Ray that `strata serve` published."""
@@ -75,12 +78,13 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
                STRATA_DEMO_KNOWLEDGE="false", STRATA_RAY_DASHBOARD_PORT="0")
     proc = start_process([str(Path(sys.executable).parent / "strata"), "serve"], env,
                          tmp / "serve.log")
+    running = Service(f"http://127.0.0.1:{port}", proc, tmp / "data", env, redis)
     try:
-        wait_ready(f"http://127.0.0.1:{port}", proc)
-        yield Service(f"http://127.0.0.1:{port}", proc, tmp / "data", env)
+        wait_ready(running.base, proc)
+        yield running
     finally:
         stop_process(proc, grace_s=120)
-        redis.stop()
+        running.redis.stop()  # the test that restarts Redis leaves its successor here
         print((tmp / "serve.log").read_text(errors="replace")[-1500:])
 
 
@@ -177,6 +181,85 @@ def test_a_killed_store_owner_loses_no_turn_and_recall_recovers(service: Service
           f"{dict(statuses)} ({degraded} degraded); turns acknowledged "
           f"{sum(load.acked.values())}, lost 0, longest gap {load.outage_s:.1f}s")
     assert statuses[500] == 0 and set(statuses) <= {200, 503}, statuses
+
+
+def test_a_redis_restart_loses_and_duplicates_no_turn_and_no_job(service: Service) -> None:
+    started = time.monotonic()
+    client = Client(service.base, api_key=KEY, timeout_s=60)
+    store = RedisStore(service.redis.url)
+    client.remember("redis-r", kind="fact", key="pet", value="a dog named Pepper",
+                    text="My dog is called Pepper")
+    statuses: Counter[int] = Counter()
+    stop = threading.Event()
+
+    def recalls() -> None:
+        while not stop.is_set():
+            try:
+                resp = httpx.post(f"{service.base}/v1/recall", timeout=30,
+                                  headers={"Authorization": f"Bearer {KEY}"},
+                                  json={"user_id": "redis-r", "query": "what is my dog called?"})
+                statuses[resp.status_code] += 1
+            except httpx.HTTPError:
+                statuses[0] += 1
+            time.sleep(0.1)
+
+    extracted = [f"redis-x{i}" for i in range(12)]
+    for i, user in enumerate(extracted):
+        client.add_turns("s1", user, [
+            {"role": "user", "content": f"I am planning a trip to harbour town {i} in June."},
+            {"role": "user", "content": f"My favourite tea is number {200 + i}."}])
+    reader = threading.Thread(target=recalls)
+    writers = [f"redis-w{i}" for i in range(4)]
+    with TurnLoad(service.base, KEY, writers) as load:
+        reader.start()
+        time.sleep(4)
+        for user in extracted:  # extraction jobs queued right before Redis goes away
+            client.close_session("s1", user)
+        queued = store.queue_depth(QUEUE_LOW, "extractors").backlog
+        store.close()
+        service.redis.stop()  # SIGTERM: Redis flushes its AOF and exits
+        down_at = time.monotonic()
+        time.sleep(3)
+        service.redis = EmbeddedRedis(service.redis.data_dir, port=service.redis.port).start()
+        store = RedisStore(service.redis.url)
+        restarted_s = time.monotonic() - down_at
+        while True:  # until a recall answers whole again
+            answer = client.recall("redis-r", "what is my dog called?")
+            if not answer["degraded"] and "Pepper" in answer["context"]:
+                break
+            assert time.monotonic() - down_at < 60, answer
+            time.sleep(0.5)
+        recovered_s = time.monotonic() - down_at
+        time.sleep(3)
+        stop.set()
+    reader.join(timeout=60)
+    assert not load.failed, load.failed
+    lost = duplicated = 0
+    for user in writers:
+        said = [r["turn"]["content"] for _, r in store.wal_read(f"default:{user}:load")
+                if r["op"] == "turn"]
+        expected = [f"turn {n} of {user}" for n in range(load.acked[user])]
+        lost += len(set(expected) - set(said))
+        duplicated += len(said) - len(set(said))
+        assert said == expected, (user, said[-5:], expected[-5:])
+        assert client.working_memory("load", user)["turn_count"] == load.acked[user]
+    while _backlog(client) > 0 or not all(_memories(client, u) for u in extracted):
+        # a job that failed mid-outage is pending until claimed (60 s idle)
+        assert time.monotonic() - started < 115, client.queues()
+        time.sleep(1)
+    for i, user in enumerate(extracted):
+        memories = Counter((m["kind"], str(m["text"])) for m in _memories(client, user))
+        assert any(f"harbour town {i} in June" in t for _, t in memories), (user, memories)
+        duplicated += sum(n - 1 for n in memories.values())
+    store.close()
+    took = time.monotonic() - started
+    print(f"redis restarted (down {restarted_s:.1f}s): recall whole again after "
+          f"{recovered_s:.1f}s; recalls {dict(statuses)}; turns acknowledged "
+          f"{sum(load.acked.values())}, lost {lost}, duplicated {duplicated}, longest gap "
+          f"between acks {load.outage_s:.1f}s; extraction jobs queued at the stop {queued}, "
+          f"lost 0; test took {took:.1f}s")
+    assert statuses[500] == 0 and set(statuses) <= {200, 503}, statuses
+    assert lost == duplicated == 0 and took < 120
 
 
 def test_sigterm_stops_everything_quickly(service: Service) -> None:

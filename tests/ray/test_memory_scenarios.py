@@ -7,71 +7,20 @@ filters, forgetting cascade, tenant isolation).
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import ray
+from live import ACME, GLOBEX, KEYS, Api, live_app
 
 from actors.store_owner import OWNER_NAME
 from serve_app import main
 from strata.client import Client
 from strata.eval.locomo import evaluate
 from strata.models import Collection
-from strata.settings import Settings
 from strata.stores.redis import QUEUE_LOW, RedisStore
-from strata.stores.redis_server import EmbeddedRedis, free_port
-
-KEYS = {"key-acme": {"tenant": "acme", "role": "admin"},
-        "key-acme-agent": {"tenant": "acme", "role": "agent"},
-        "key-globex": {"tenant": "globex", "role": "admin"}}
-ACME = {"Authorization": "Bearer key-acme"}
-GLOBEX = {"Authorization": "Bearer key-globex"}
-
-
-class Api:
-    def __init__(self, base: str, redis: RedisStore) -> None:
-        self.base = base
-        self.redis = redis
-        self.http = httpx.Client(base_url=base, timeout=60)
-
-    def say(self, user: str, session: str, text: str, role: str = "user",
-            headers: dict[str, str] = ACME) -> dict[str, Any]:
-        resp = self.http.post(f"/v1/sessions/{session}/turns", headers=headers,
-                              json={"user_id": user, "role": role, "content": text})
-        assert resp.status_code == 200, resp.text
-        return resp.json()  # type: ignore[no-any-return]
-
-    def close(self, user: str, session: str, headers: dict[str, str] = ACME) -> None:
-        resp = self.http.post(f"/v1/sessions/{session}/close", headers=headers,
-                              json={"user_id": user})
-        assert resp.status_code == 200, resp.text
-
-    def memories(self, user: str, headers: dict[str, str] = ACME, **params: str
-                 ) -> list[dict[str, Any]]:
-        resp = self.http.get(f"/v1/users/{user}/memories", headers=headers, params=params)
-        assert resp.status_code == 200, resp.text
-        return resp.json()["memories"]  # type: ignore[no-any-return]
-
-    def recall(self, user: str, query: str, headers: dict[str, str] = ACME,
-               **extra: Any) -> dict[str, Any]:
-        resp = self.http.post("/v1/recall", headers=headers,
-                              json={"user_id": user, "query": query, **extra})
-        assert resp.status_code == 200, resp.text
-        return resp.json()  # type: ignore[no-any-return]
-
-    def wait_for(self, check: Callable[[], bool], timeout_s: float = 60) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not check():
-            assert time.monotonic() < deadline, "extraction did not finish in time"
-            time.sleep(0.3)
-
-    def drained(self) -> bool:
-        depth = self.redis.queue_depth(QUEUE_LOW, "extractors")
-        return depth.backlog == 0
 
 
 def milvus_texts() -> str:
@@ -91,23 +40,11 @@ def milvus_texts() -> str:
 
 @pytest.fixture(scope="module")
 def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("scenarios")
-    redis_server = EmbeddedRedis(tmp / "redis").start()
-    port = free_port()
-    settings = Settings(data_dir=tmp, embedder="minilm", http_port=port,
-                        redis_url=redis_server.url, api_keys=KEYS)  # type: ignore[arg-type]
-    main.start(settings)
-    client = Api(f"http://127.0.0.1:{port}", RedisStore(redis_server.url, settings.redis_prefix))
-    deadline = time.monotonic() + 120
-    while client.http.get("/readyz").status_code != 200:
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
-    try:
+    with live_app(tmp_path_factory.mktemp("scenarios"), embedder="minilm",
+                  api_keys=KEYS) as (url, settings):
+        client = Api(url, RedisStore(settings.redis_url, settings.redis_prefix))
         yield client
-    finally:
-        main.stop(settings, shutdown_ray=False)
         client.redis.close()
-        redis_server.stop()
 
 
 def test_allergy_is_recalled_in_a_later_session_about_dinner(api: Api) -> None:

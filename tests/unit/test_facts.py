@@ -114,3 +114,46 @@ def test_two_group_rule_and_never_crashing_extractor() -> None:
                 content="Remember that my favourite colour is teal.")
     found = {c.key: c.value for c in RuleExtractor().extract([turn]) if c.key}
     assert found["favorite.colour"] == "teal"
+
+
+def _fact(key: str, value: str, session: str, **extra: object) -> Candidate:
+    return Candidate(kind=MemoryKind.FACT, key=key, value=value, text=f"{key} {value}",
+                     provenance=Provenance(session_id=session), **extra)  # type: ignore[arg-type]
+
+
+def test_an_inferred_fact_asked_to_be_remembered_never_overrides_a_stated_one(
+        facts: FactStore) -> None:
+    facts.apply(U, _fact("diet", "vegetarian", "a", confidence=0.95, intent=Intent.REMEMBER))
+    guess = _fact("diet", "pescatarian", "b", confidence=0.4, source=Source.INFERRED,
+                  intent=Intent.REMEMBER)
+    assert facts.apply(U, guess).decision.action is Action.PENDING
+    for n, session in enumerate("cdef"):  # repeated guesses never win over the user's word
+        again = guess.model_copy(update={"provenance": Provenance(session_id=session)})
+        assert facts.apply(U, again).decision.action is Action.PENDING, n
+    assert facts.current(U, "diet").value == "vegetarian"  # type: ignore[union-attr]
+    alone = _fact("hobby", "climbing", "g", confidence=0.3, source=Source.INFERRED,
+                  intent=Intent.REMEMBER)
+    assert facts.apply(U, alone).decision.action is Action.OBSERVE
+    assert facts.current(U, "hobby") is None
+
+
+def test_a_plain_statement_confirms_an_observation_at_once(facts: FactStore) -> None:
+    assert said(facts, "I might move to Berlin.", session="a") == [Action.OBSERVE]
+    assert said(facts, "I moved to Berlin.", session="b") == [Action.INSERT]
+    versions = facts.versions(U, "location.home")
+    assert [(v.value, v.status) for v in versions] == [
+        ("Berlin", MemoryStatus.SUPERSEDED), ("Berlin", MemoryStatus.ACTIVE)]
+    assert versions[0].superseded_by == versions[1].id
+    assert versions[1].metadata["mentions"] == 2
+
+
+def test_a_cold_value_said_again_is_current_again(facts: FactStore) -> None:
+    said(facts, "I live in Boston.", session="a")
+    item = facts.current(U, "location.home")
+    assert item is not None
+    facts._save(U, [item.model_copy(update={"status": MemoryStatus.COLD})])
+    assert facts.current(U, "location.home") is None
+    assert said(facts, "I live in Boston.", session="b") == [Action.REINFORCE]
+    again = facts.current(U, "location.home")
+    assert again is not None and again.id == item.id and again.last_access_at is not None
+    assert len(facts.versions(U, "location.home")) == 1

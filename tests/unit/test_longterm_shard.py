@@ -68,7 +68,7 @@ def test_delete_memory_cascades_to_turns_and_snapshot(
     shard.append_turn(U, "s1", "user", "unrelated small talk")
     fact = shard.longterm.list_items(U, MemoryKind.FACT)[0]
     result = shard.delete_memory(U, fact.id)
-    assert result == {"deleted_versions": 1, "deleted_turns": 1}
+    assert result == {"deleted_versions": 1, "deleted_turns": 1, "deleted_ids": [fact.id]}
     shard.flush_snapshots()
     assert not any("Bluefin" in r["turn"]["content"] for _, r in redis_store.wal_read(
         "t:u:s1") if r["op"] == "turn")

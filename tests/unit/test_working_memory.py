@@ -48,7 +48,7 @@ def test_thirty_turns_keep_window_summary_and_pins(redis_store: RedisStore) -> N
 def test_raw_token_budget_evicts_before_the_window_is_full(redis_store: RedisStore) -> None:
     svc = shard(redis_store)
     for i in range(3):
-        svc.append_turn(ALICE, "big", "user", f"Order {i}: " + "word " * 700)
+        svc.append_turn(ALICE, "big", "user", f"Order {i}: " + "word " * 560)  # ~700 tokens
     assert len(svc.view(ALICE, "big").window) == 2  # 3 × ~700 tokens > 1500
 
 

@@ -1,0 +1,135 @@
+"""A user's long-term memory out of and into the vector store, for export and import
+(the format is ``strata.portability``).
+
+``read_scope`` reads every memory of one scope, every status. ``import_items`` writes
+memories with their own ids, timestamps and statuses: a memory already stored exactly so
+is left alone (``unchanged``), so importing the same file twice writes nothing the second
+time. Texts are embedded with this deployment's model (only new or changed texts). The
+whole batch is checked first (roles against what it would overwrite, the procedure cap);
+a refusal writes nothing. Runs in the user's shard, the single writer of the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from strata.errors import Forbidden, LimitExceeded
+from strata.layers.records import from_record, to_record
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    Source,
+    StoredRecord,
+)
+from strata.portability import ImportCounts
+from strata.stores.ports import Embedder, VectorStore, WriteBatching
+
+__all__ = ["COLLECTIONS", "import_items", "read_scope"]
+
+COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection.EPISODES,
+               MemoryKind.PROCEDURE: Collection.PROCEDURES}
+PAGE = 16_384  # Milvus's largest query limit
+EMBED_BATCH = 256
+
+
+def read_scope(vectors: VectorStore, scope: Scope) -> Iterator[MemoryItem]:
+    """Every memory of ``scope``, facts then episodes then procedures, every status.
+
+    Pages by creation time (a page holds at most ``PAGE`` rows; rows created in the same
+    instant as a page's last are read again and skipped by id)."""
+    for collection in COLLECTIONS.values():
+        seen: set[str] = set()
+        after: float | None = None
+        while True:
+            rows = vectors.query(collection, scope, RecordFilter(created_after=after), PAGE)
+            fresh = [r for r in rows if r.id not in seen]
+            for row in sorted(fresh, key=lambda r: (r.created_at, r.id)):
+                seen.add(row.id)
+                yield from_record(row)
+            if len(rows) < PAGE or not fresh:
+                break
+            after = max(r.created_at for r in rows)
+
+
+def _comparable(item: MemoryItem) -> dict[str, Any]:
+    """An item as it compares after a trip through a store (float timestamps, float32
+    confidence): times to the millisecond, confidence to six places."""
+    dumped = item.model_dump(mode="json", exclude={"created_at", "updated_at", "confidence"})
+    return {**dumped, "created_at": round(item.created_at.timestamp(), 3),
+            "updated_at": round(item.updated_at.timestamp(), 3),
+            "confidence": round(item.confidence, 6)}
+
+
+def _admins(item: MemoryItem) -> bool:
+    return item.kind is MemoryKind.PROCEDURE or item.source is Source.ADMIN
+
+
+def import_items(vectors: VectorStore, embedder: Embedder, scope: Scope,
+                 items: Sequence[MemoryItem], *, admin: bool,
+                 procedure_cap: int) -> ImportCounts:
+    """Write ``items`` into ``scope`` keeping their ids (see the module docstring)."""
+    counts = ImportCounts()
+    plan: dict[Collection, list[tuple[MemoryItem, StoredRecord | None]]] = {}
+    for kind, collection in COLLECTIONS.items():
+        mine = [i for i in items if i.kind is kind]
+        if not mine:
+            continue
+        stored = {r.id: r for r in vectors.get(collection, scope, [i.id for i in mine])}
+        for item in mine:
+            old = stored.get(item.id)
+            if old is not None and _comparable(from_record(old)) == _comparable(item):
+                counts.unchanged += 1
+                continue
+            if old is not None and not admin and _admins(from_record(old)):
+                raise Forbidden(f"memory {item.id!r} is an admin's (a procedure or source "
+                                "admin); only an admin key may overwrite it")
+            plan.setdefault(collection, []).append((item, old))
+    _check_cap(vectors, scope, plan.get(Collection.PROCEDURES, []), procedure_cap)
+    writes = {c: _records(embedder, todo) for c, todo in plan.items()}
+    batch = vectors.write_batch(scope) if isinstance(vectors, WriteBatching) else None
+    if batch is not None:
+        with batch:
+            for collection, records in writes.items():
+                vectors.upsert(collection, scope, records)
+    else:
+        for collection, records in writes.items():
+            vectors.upsert(collection, scope, records)
+    for todo in plan.values():
+        counts.created += sum(old is None for _, old in todo)
+        counts.updated += sum(old is not None for _, old in todo)
+    return counts
+
+
+def _check_cap(vectors: VectorStore, scope: Scope,
+               todo: list[tuple[MemoryItem, StoredRecord | None]], cap: int) -> None:
+    active = MemoryStatus.ACTIVE.value
+    stored = {r.id for r in vectors.query(Collection.PROCEDURES, scope,
+                                          RecordFilter(statuses=[active]), PAGE)}
+    for item, _ in todo:
+        if item.status is MemoryStatus.ACTIVE:
+            stored.add(item.id)
+        else:
+            stored.discard(item.id)
+    if len(stored) > cap:
+        raise LimitExceeded(f"the import would leave {len(stored)} active procedures; the cap "
+                            f"is {cap}")
+
+
+def _records(embedder: Embedder, todo: list[tuple[MemoryItem, StoredRecord | None]]
+             ) -> list[StoredRecord]:
+    """The rows to write: a changed text is embedded (in batches), an unchanged one keeps
+    its stored vector."""
+    fresh = [item for item, old in todo
+             if old is None or old.vector is None or old.text != item.text]
+    vectors: dict[str, list[float]] = {}
+    for start in range(0, len(fresh), EMBED_BATCH):
+        part = fresh[start:start + EMBED_BATCH]
+        for item, vector in zip(part, embedder.encode([i.text for i in part]), strict=True):
+            vectors[item.id] = vector.tolist()
+    return [to_record(item, vectors.get(item.id) or (old.vector if old and old.vector else []),
+                      embedder.model_id) for item, old in todo]
