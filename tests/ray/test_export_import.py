@@ -12,12 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from live import wait_status
+from live import live_app
 
-from serve_app import main
 from strata.client import Client
-from strata.settings import Settings
-from strata.stores.redis_server import EmbeddedRedis, free_port
 
 KEYS = {"acme-admin": {"tenant": "acme", "role": "admin"},
         "acme-agent": {"tenant": "acme", "role": "agent"},
@@ -35,20 +32,10 @@ ADMIN, AGENT, GLOBEX = auth("acme-admin"), auth("acme-agent"), auth("globex-admi
 
 @pytest.fixture(scope="module")
 def base(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("export-import")
-    redis_server = EmbeddedRedis(tmp / "redis").start()
-    port = free_port()
-    settings = Settings(
-        data_dir=tmp, embedder="hash", hash_dim=64, http_port=port, redis_url=redis_server.url,
-        session_shards=2, extractors=0, max_body_bytes=MAX_BODY, api_keys=KEYS)
-    main.start(settings)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_status(f"{url}/readyz", 200)
+    with live_app(tmp_path_factory.mktemp("export-import"), embedder="hash", hash_dim=64,
+                  session_shards=2, extractors=0, max_body_bytes=MAX_BODY,
+                  api_keys=KEYS) as (url, _):
         yield url
-    finally:
-        main.stop(settings, shutdown_ray=False)
-        redis_server.stop()
 
 
 @pytest.fixture(scope="module")

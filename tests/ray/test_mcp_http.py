@@ -12,14 +12,11 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from live import wait_status
+from live import live_app
 from mcp import MCPError
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from serve_app import main
-from strata.settings import Settings
-from strata.stores.redis_server import EmbeddedRedis, free_port
 from strata.tools import TOOLS
 
 ACME = "acme-key"
@@ -29,22 +26,11 @@ MAX_BODY = 64 * 1024
 
 @pytest.fixture(scope="module")
 def base(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("mcp-http")
-    redis_server = EmbeddedRedis(tmp / "redis").start()
-    port = free_port()
-    settings = Settings(
-        data_dir=tmp, embedder="hash", hash_dim=64, http_port=port, redis_url=redis_server.url,
-        session_shards=2, extractors=0, max_body_bytes=MAX_BODY,
-        api_keys={ACME: {"tenant": "acme", "role": "agent"},
-                  GLOBEX: {"tenant": "globex", "role": "agent"}})
-    main.start(settings)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_status(f"{url}/readyz", 200)
+    with live_app(tmp_path_factory.mktemp("mcp-http"), embedder="hash", hash_dim=64,
+                  session_shards=2, extractors=0, max_body_bytes=MAX_BODY,
+                  api_keys={ACME: {"tenant": "acme", "role": "agent"},
+                            GLOBEX: {"tenant": "globex", "role": "agent"}}) as (url, _):
         yield url
-    finally:
-        main.stop(settings, shutdown_ray=False)
-        redis_server.stop()
 
 
 @asynccontextmanager

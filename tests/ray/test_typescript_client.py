@@ -21,11 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live import wait_status
-
-from serve_app import main
-from strata.settings import Settings
-from strata.stores.redis_server import EmbeddedRedis, free_port
+from live import live_app
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "clients" / "typescript"
@@ -60,23 +56,12 @@ def package() -> Path:
 
 @pytest.fixture(scope="module")
 def base(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("typescript-client")
-    redis_server = EmbeddedRedis(tmp / "redis").start()
-    port = free_port()
-    settings = Settings(
-        data_dir=tmp, embedder="hash", hash_dim=64, http_port=port, redis_url=redis_server.url,
-        session_shards=2, extractors=0,
-        api_keys={ACME: {"tenant": "acme", "role": "agent"},
-                  GLOBEX: {"tenant": "globex", "role": "agent"},
-                  ACME_ADMIN: {"tenant": "acme", "role": "admin"}})
-    main.start(settings)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_status(f"{url}/readyz", 200)
+    with live_app(tmp_path_factory.mktemp("typescript-client"), embedder="hash", hash_dim=64,
+                  session_shards=2, extractors=0,
+                  api_keys={ACME: {"tenant": "acme", "role": "agent"},
+                            GLOBEX: {"tenant": "globex", "role": "agent"},
+                            ACME_ADMIN: {"tenant": "acme", "role": "admin"}}) as (url, _):
         yield url
-    finally:
-        main.stop(settings, shutdown_ray=False)
-        redis_server.stop()
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
