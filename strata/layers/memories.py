@@ -212,9 +212,6 @@ class LongTermMemory:
                                   confidence=body.confidence, source=body.source,
                                   scope_tags=body.scope_tags, provenance=provenance,
                                   event_time=utcnow(), episode_type=body.metadata.get("type"))
-        if find_pii(candidate.value or "") or find_pii(candidate.text):
-            raise InvalidInput("the memory contains sensitive data (ID, card, password, key, "
-                               "phone or address), which Strata never stores long-term")
         if body.kind is MemoryKind.FACT:
             write = self.facts.apply(scope, candidate)
             return write.item, write.decision.action.value

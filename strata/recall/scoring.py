@@ -34,8 +34,7 @@ class ScoredItem(BaseModel):
     kind: str
     text: str
     score: float = 0.0
-    created_at: datetime | None = None  # the label's date: when it happened
-    age_from: datetime | None = None    # what decay counts from: when it happened
+    created_at: datetime | None = None  # when it happened: the label's date, what decay counts from
     confidence: float | None = None
     source: str | None = None
     provenance: Provenance = Field(default_factory=Provenance)
@@ -71,7 +70,7 @@ def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence
         dense = max(0.0, hit.parts.get("dense", 0.0))
         lexical = lexical_similarity(hit.parts.get("lexical", 0.0), recipe.bm25_half)
         match = similarity(hit.parts, recipe)
-        when = item.age_from or item.created_at or now
+        when = item.created_at or now
         decay = decay_weight((now - when).total_seconds() / 86400,
                              recipe.half_life_days.get(layer), recipe.decay_floor)
         confidence = item.confidence if item.confidence is not None else 1.0

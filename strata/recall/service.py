@@ -74,11 +74,10 @@ def _item(layer: str, record: StoredRecord) -> ScoredItem:
                           created_at=datetime.fromtimestamp(record.updated_at, timezone.utc))
     memory = from_record(record)
     return ScoredItem(id=memory.id, layer=layer, kind=memory.kind.value,
+                      # the label's date, and what recency counts from: when it happened or
+                      # was said (yesterday's event outranks a similar one from 200 days ago;
+                      # an update or a recall does not make a memory new)
                       text=redact(memory.text), created_at=memory.event_time or memory.created_at,
-                      # recency is when it happened or was said (yesterday's event outranks
-                      # a similar one from 200 days ago; an update or a recall does not make
-                      # a memory new)
-                      age_from=memory.event_time or memory.created_at,
                       confidence=memory.confidence, source=memory.source.value,
                       provenance=memory.provenance, access_count=memory.access_count)
 
