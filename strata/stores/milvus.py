@@ -66,6 +66,41 @@ def _milvus_errors(action: str) -> Iterator[None]:
         raise VectorStoreError(f"milvus {action} failed: {type(exc).__name__}: {exc}") from exc
 
 
+class _FlushGate:
+    """Reads share it; a flush holds it alone. milvus-lite swaps its unflushed table outside
+    its own lock, so a read that straddles a flush can miss the rows being flushed (a delete
+    by filter then leaves them, a ``get`` says they do not exist)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._flushing = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._flushing)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def flushing(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._flushing and self._readers == 0)
+            self._flushing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._flushing = False
+                self._cond.notify_all()
+
+
 def _lit(value: str) -> str:
     """A Milvus expression string literal (JSON escaping is what the parser accepts)."""
     return json.dumps(value, ensure_ascii=False)
@@ -126,6 +161,13 @@ class MilvusVectorStore:
         self._prefix = prefix
         self._policy = flush_policy or FlushPolicy()
         self._lock = threading.Lock()
+        # milvus-lite's engine is not safe for concurrent writes: two can share a sequence
+        # number, a partial upsert reads then writes, and a flush swaps the unflushed table
+        # outside the engine's lock (a delete racing it missed rows: a deleted user came
+        # back). Writes and flushes take ``_writes`` one at a time; reads share ``_gate``,
+        # which a flush holds alone.
+        self._writes = threading.RLock()
+        self._gate = _FlushGate()
         self._dim: int | None = None
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
@@ -244,12 +286,12 @@ class MilvusVectorStore:
 
     def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
         rows = [self._row(scope, r, collection) for r in records]
-        with self._lock:
+        with self._writes:
             existing = self.get(collection, scope, [r.id for r in records])
             if existing:
                 raise Conflict(f"ids already exist in {collection.value}: "
                                f"{[r.id for r in existing][:5]}")
-            with _milvus_errors("insert"):
+            with self._gate.reading(), _milvus_errors("insert"):
                 self._client.insert(self.name(collection), rows)
             self._after_write(collection, len(rows))
 
@@ -257,9 +299,10 @@ class MilvusVectorStore:
         rows = [self._row(scope, r, collection) for r in records]
         if not rows:
             return
-        with _milvus_errors("upsert"):
-            self._client.upsert(self.name(collection), rows)
-        self._after_write(collection, len(rows))
+        with self._writes:
+            with self._gate.reading(), _milvus_errors("upsert"):
+                self._client.upsert(self.name(collection), rows)
+            self._after_write(collection, len(rows))
 
     def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
         if not ids:
@@ -272,11 +315,12 @@ class MilvusVectorStore:
         return self._delete(collection, f"scope == {_lit(scope.key)}")
 
     def _delete(self, collection: Collection, expr: str) -> int:
-        with _milvus_errors("delete"):
-            result = self._client.delete(self.name(collection), filter=expr)
-        with self._lock:
-            self._deleted.add(collection)
-        self._after_write(collection, 1)
+        with self._writes:
+            with self._gate.reading(), _milvus_errors("delete"):  # it reads, then deletes
+                result = self._client.delete(self.name(collection), filter=expr)
+            with self._lock:
+                self._deleted.add(collection)
+            self._after_write(collection, 1)
         if isinstance(result, dict):
             return int(result.get("delete_count", 0))
         return len(result)
@@ -335,7 +379,7 @@ class MilvusVectorStore:
         fields = [*_OUTPUT, "dense"]
         if self.name(collection) not in self._no_tokens:
             fields.append("tokens")
-        with _milvus_errors("get"):
+        with self._gate.reading(), _milvus_errors("get"):
             rows = self._client.query(self.name(collection), filter=expr,
                                       output_fields=fields, limit=limit)
         records = []
@@ -353,13 +397,13 @@ class MilvusVectorStore:
         flt: RecordFilter | None = None,
         limit: int = 100,
     ) -> list[StoredRecord]:
-        with _milvus_errors("query"):
+        with self._gate.reading(), _milvus_errors("query"):
             rows = self._client.query(self.name(collection), filter=self._expr(scope, flt),
                                       output_fields=_OUTPUT, limit=limit)
         return [self._record(scope, row) for row in rows]
 
     def count(self, collection: Collection, scope: Scope) -> int:
-        with _milvus_errors("count"):
+        with self._gate.reading(), _milvus_errors("count"):
             rows = self._client.query(self.name(collection), filter=self._expr(scope, None),
                                       output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
@@ -367,7 +411,7 @@ class MilvusVectorStore:
     def _search(self, collection: Collection, scope: Scope, data: list[Any], field: str,
                 k: int, flt: RecordFilter | None) -> list[SearchHit]:
         params = {"metric_type": "BM25"} if field == "sparse" else {"metric_type": "COSINE"}
-        with _milvus_errors("search"):
+        with self._gate.reading(), _milvus_errors("search"):
             result = self._client.search(
                 self.name(collection), data=data, anns_field=field, limit=k,
                 filter=self._expr(scope, flt), output_fields=_OUTPUT, search_params=params)
@@ -433,10 +477,15 @@ class MilvusVectorStore:
         """One paged pass over the collection (by primary key), decay columns only."""
         expr = f"status in {json.dumps(list(statuses), ensure_ascii=False)}"
         with _milvus_errors("scan"):
-            pages = self._client.query_iterator(self.name(collection), batch_size=batch_size,
-                                                filter=expr, output_fields=_DECAY_OUTPUT)
+            with self._gate.reading():
+                pages = self._client.query_iterator(self.name(collection), batch_size=batch_size,
+                                                    filter=expr, output_fields=_DECAY_OUTPUT)
             try:
-                while page := pages.next():
+                while True:
+                    with self._gate.reading():  # per page: a flush may run between pages
+                        page = pages.next()
+                    if not page:
+                        return
                     yield [self._decay_fields(row) for row in page]
             finally:
                 pages.close()
@@ -446,7 +495,7 @@ class MilvusVectorStore:
         if not keys:
             return []
         pks = [f"{scope}|{rid}" for scope, rid in keys]
-        with _milvus_errors("decay fields"):
+        with self._gate.reading(), _milvus_errors("decay fields"):
             rows = self._client.query(self.name(collection), ids=pks,
                                       output_fields=_DECAY_OUTPUT)
         return [self._decay_fields(row) for row in rows]
@@ -467,9 +516,10 @@ class MilvusVectorStore:
                 for scope, rid, value in changes]
         if not rows:
             return 0
-        with _milvus_errors(f"set {column}"):
-            self._client.upsert(self.name(collection), rows, partial_update=True)
-        self._after_write(collection, len(rows))
+        with self._writes:  # a partial upsert reads the row, then writes it whole
+            with self._gate.reading(), _milvus_errors(f"set {column}"):
+                self._client.upsert(self.name(collection), rows, partial_update=True)
+            self._after_write(collection, len(rows))
         return len(rows)
 
     # -- maintenance -----------------------------------------------------------------
@@ -477,9 +527,9 @@ class MilvusVectorStore:
         targets = [collection] if collection is not None else list(Collection)
         for target in targets:
             started = time.perf_counter()
-            with _milvus_errors("flush"):
+            with self._writes, self._gate.flushing(), _milvus_errors("flush"):
                 self._client.flush(self.name(target))
-            self._policy.flushed(target)
+                self._policy.flushed(target)
             elapsed = time.perf_counter() - started
             self.flush_stats["flushes"] += 1
             self.flush_stats["last_flush_s"] = elapsed

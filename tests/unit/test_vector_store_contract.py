@@ -287,3 +287,43 @@ def test_a_milvus_error_does_not_echo_the_filter(tmp_path: Path) -> None:
     assert caught.value.detail.startswith("milvus query failed")
     assert "scope" not in caught.value.detail and "seat" not in caught.value.detail
     store.close()
+
+
+def test_milvus_a_delete_racing_a_flush_holds(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The StoreOwner serves many calls at once while its ticker and the forgetting purge
+    flush. milvus-lite swaps its unflushed table outside its own lock, so a delete by filter
+    whose read straddled a flush missed the rows being flushed, and a deleted user's memories
+    came back. Here the flush is started while the delete is reading, every time."""
+    import threading
+    import time
+
+    from milvus_lite.engine.collection import Collection as Engine  # type: ignore[import-untyped]
+
+    store = MilvusVectorStore(str(tmp_path / "m.db"), prefix="c_",
+                              flush_policy=FlushPolicy(max_unflushed_rows=10_000))
+    store.ensure_collections(EMB.dim)
+    scope = Scope(tenant="acme", user="racer")
+    store.insert(FACTS, scope, [rec(f"r{i}", f"row {i}") for i in range(4)])  # unflushed
+    reading = threading.Event()
+    taken = Engine._read_snapshot
+
+    def slow_snapshot(self: object) -> object:  # the read has its segments, then is late
+        snapshot = taken(self)
+        reading.set()
+        time.sleep(0.2)
+        return snapshot
+
+    def flush_while_reading() -> None:
+        reading.wait(10)
+        store.flush(FACTS)
+
+    monkeypatch.setattr(Engine, "_read_snapshot", slow_snapshot)
+    flusher = threading.Thread(target=flush_while_reading)
+    flusher.start()
+    deleted = store.delete(FACTS, scope, ["r0", "r1"])
+    flusher.join()
+    monkeypatch.undo()
+    assert deleted == 2
+    assert [r.id for r in store.get(FACTS, scope, ["r0", "r1", "r2", "r3"])] == ["r2", "r3"]
+    store.close()
