@@ -3,7 +3,8 @@
 ``strata serve`` calls ``ensure_backend`` before it deploys the Serve app, and the app's
 ingress calls it when a replica starts, so the Serve app deployed alone (``serve deploy
 serve_config.yaml``, ``serve run``, a KubeRay RayService) gets the same service: the
-StoreOwner for a milvus-lite file, the session shards and the extractors.
+StoreOwner for a milvus-lite file, the session shards, the extractors and the placement
+keeper (it moves shards so they stay spread as nodes come and go).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ray
 
 from actors.directory import ShardDirectory
 from actors.extractor import start_extractors
+from actors.placement import start_placement_keeper
 from actors.store_owner import start_store_owner
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
@@ -31,7 +33,8 @@ def vector_dim(settings: Settings) -> int:
 
 
 def ensure_backend(settings: Settings, namespace: str | None) -> ShardDirectory:
-    """Create (or find) the StoreOwner, the shard pool and the extractors; the shards."""
+    """Create (or find) the StoreOwner, the shard pool, the extractors and the placement
+    keeper; the shards."""
     if not settings.redis_url:
         # only `strata serve` starts an embedded Redis (it lives in that process)
         raise RuntimeError(
@@ -43,4 +46,5 @@ def ensure_backend(settings: Settings, namespace: str | None) -> ShardDirectory:
     dumped: dict[str, Any] = settings.model_dump(mode="json")
     shards = ShardDirectory.start(dumped, settings.session_shards, namespace)
     start_extractors(settings, settings.extractors, namespace)
+    start_placement_keeper(settings, namespace)
     return shards

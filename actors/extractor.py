@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 
 from actors.directory import ShardDirectory
 from strata.extract.base import Candidate
@@ -37,8 +38,12 @@ class Extractor:
         threading.Thread(target=self._loop, daemon=True).start()
 
     def _write(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
-        summary: WriteSummary = ray.get(
-            self._shards.for_scope(scope).write_longterm.remote(scope, candidates))
+        try:
+            summary: WriteSummary = ray.get(
+                self._shards.for_scope(scope).write_longterm.remote(scope, candidates))
+        except RayActorError:  # moved to another node: the job is retried, then finds it
+            ShardDirectory.note_dead()
+            raise
         return summary
 
     def _loop(self) -> None:

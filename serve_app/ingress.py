@@ -23,6 +23,7 @@ from starlette.background import BackgroundTask
 
 from actors.bootstrap import ensure_backend
 from actors.boundary import strata_errors
+from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME, vector_store_for
 from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes, router, tenant_users
@@ -169,10 +170,14 @@ def _read_user(vectors: Any, tenant: str, user: str) -> list[MemoryItem]:
     return list(read_scope(vectors, Scope(tenant=tenant, user=user)))
 
 
+def _shard_unavailable(exc: Exception) -> BackendUnavailable:
+    ShardDirectory.note_dead()  # moved to another node: look the pool up before the next call
+    return BackendUnavailable(f"a session shard is restarting; retry ({exc})")
+
+
 async def _resolve(ref: Any) -> Any:
     """Await an actor call, surfacing Strata errors and turning dead actors into 503."""
-    with strata_errors(lambda exc: BackendUnavailable(
-            f"a session shard is restarting; retry ({exc})")):
+    with strata_errors(_shard_unavailable):
         return await ref
 
 
@@ -408,7 +413,8 @@ class IngressService(InspectorRoutes):
     async def hot_index_stats(self) -> list[dict[str, Any]]:
         """Every shard's hot index: users, memories, bytes, loads, evictions."""
         stats: list[dict[str, Any]] = await asyncio.gather(
-            *(_resolve(h.hot_stats.remote()) for h in self._shards.handles))
+            *(_resolve(self._shards.at(i).hot_stats.remote())
+              for i in range(len(self._shards.handles))))
         return stats
 
     @api.get("/v1/admin/hot-index")
@@ -439,7 +445,7 @@ class IngressService(InspectorRoutes):
         for scope, ids in returned:
             by_shard.setdefault(self._shards.ring.shard_for(scope), []).append((scope, ids))
         for index, batch in by_shard.items():
-            self._shards.handles[index].reinforce_many.remote(batch)
+            self._shards.at(index).reinforce_many.remote(batch)
 
     # -- memories ------------------------------------------------------------------------------
     def _memory_scope(self, request: Request, user_id: str) -> Scope:
@@ -520,7 +526,7 @@ class IngressService(InspectorRoutes):
         info = await self._embedder_info()
         vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
         shards = {self._shards.ring.shard_for(Scope(tenant=tenant, user=u)) for u in users}
-        await asyncio.gather(*(_resolve(self._shards.handles[i].persist_hot.remote())
+        await asyncio.gather(*(_resolve(self._shards.at(i).persist_hot.remote())
                                for i in sorted(shards)))
         header = ExportHeader(embed_model=str(info["model_id"]), exported_at=utcnow(),
                               tenant=tenant, users=users)

@@ -16,6 +16,7 @@ from ray.exceptions import RayError
 
 from actors.bootstrap import ensure_backend
 from actors.directory import ShardDirectory
+from actors.placement import KEEPER_NAME
 from actors.store_owner import OWNER_NAME
 from serve_app.app import AppArgs, build_app
 from serve_app.local_ray import LocalRay
@@ -105,6 +106,8 @@ def stop(settings: Settings, shutdown_ray: bool = True) -> None:
     try:
         serve.shutdown()
         done("serve")
+        with contextlib.suppress(ValueError):  # first: it must not move a stopping shard
+            ray.kill(ray.get_actor(KEEPER_NAME, namespace=NAMESPACE), no_restart=True)
         for i in range(settings.extractors):
             with contextlib.suppress(ValueError):
                 ray.kill(ray.get_actor(f"strata-extractor-{i}", namespace=NAMESPACE),

@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     hot_persist_every_s: float = Field(default=10.0, gt=0, description=(
         "how often recall reinforcement (access counts) is written to the vector store; "
         "a crash loses at most this much of it, never a memory"))
+    rebalance_every_s: float = Field(default=30.0, ge=0, description=(
+        "how often the placement keeper checks that the session shards are spread over "
+        "the nodes, moving at most one shard a round (a node that joined waits a round); "
+        "0 turns rebalancing off"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
                                  description="most turns in one batch append")
 

@@ -168,8 +168,9 @@ class TurnLoad:
     """Writers appending turns (the SDK retries each with its turn_id until acknowledged),
     noting every acknowledgement and the longest gap between two of them per user."""
 
-    def __init__(self, base: str, api_key: str, users: list[str]) -> None:
-        self.base, self.api_key, self.users = base, api_key, users
+    def __init__(self, base: str, api_key: str, users: list[str], session: str = "load"
+                 ) -> None:
+        self.base, self.api_key, self.users, self.session = base, api_key, users, session
         self.acked: dict[str, int] = dict.fromkeys(users, 0)
         self.last_ack: dict[str, float] = {}
         self.longest_gap: dict[str, float] = dict.fromkeys(users, 0.0)
@@ -187,7 +188,7 @@ class TurnLoad:
                         retry=RetryPolicy(attempts=40, backoff_s=0.25, max_wait_s=2.0))
         while not self._stop.is_set():
             try:
-                client.add_turn("load", user, "user", f"turn {self.acked[user]} of {user}")
+                client.add_turn(self.session, user, "user", f"turn {self.acked[user]} of {user}")
             except Exception as exc:  # a turn given up on: reported, the writer stops
                 self.failed.append(f"{user}: {exc!r}")
                 return

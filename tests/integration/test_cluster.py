@@ -1,8 +1,9 @@
 """Strata on a real 2-node Ray cluster started with the ``ray`` CLI, the way docs/deploy.md
 says: ``ray start --head``, ``ray start --address`` for a second node (its own resources and
 temp dir), then ``strata serve`` joining the cluster with ``RAY_ADDRESS``; the three batch
-jobs by ``ray job submit`` exactly as the guide writes them; the worker node lost under load;
-then the Serve app deployed alone with ``serve deploy``.
+jobs by ``ray job submit`` exactly as the guide writes them; the worker node lost under load,
+then back (the placement keeper moves a shard onto it); then the Serve app deployed alone
+with ``serve deploy``.
 
 Both nodes run on this machine (so the ports differ from the guide's 6379/8265 and the HTTP
 proxy is on the head only). Everything runs in child processes: this test never joins Ray.
@@ -48,7 +49,8 @@ def cluster() -> Iterator[RayCluster]:
     env = cluster_env({
         "STRATA_DATA_DIR": str(tmp / "data"), "STRATA_REDIS_URL": redis.url,
         "STRATA_API_KEYS": json.dumps({KEY: {"tenant": "acme", "role": "admin"}}),
-        "STRATA_SESSION_SHARDS": "2", "STRATA_HOT_PERSIST_EVERY_S": "1"})
+        "STRATA_SESSION_SHARDS": "2", "STRATA_HOT_PERSIST_EVERY_S": "1",
+        "STRATA_REBALANCE_EVERY_S": "3"})
     ray_cluster = RayCluster(tmp, env, free_port(), free_port())
     try:
         ray_cluster.start_head()
@@ -138,19 +140,51 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
     state = cluster.wait_nodes(["head"])
     assert isinstance(state["actors"], dict)
     assert all(state["actors"][f"strata-shard-{i}"] == "head" for i in (0, 1)), state
-    for user in users:  # no acknowledged turn lost, none stored twice
-        memory = client.working_memory("load", user)
+    _all_kept(client, load)
+    (cluster.tmp / "failover.json").write_text(json.dumps(
+        {"outage_s": outage_s, "acked": load.acked, "gaps": load.longest_gap}))
+
+    # the node comes back under load: the placement keeper moves a shard onto it
+    with TurnLoad(base, KEY, users, session="rebalance") as load:
+        time.sleep(5)
+        back_at = time.monotonic()
+        cluster.start_worker()
+        deadline = back_at + 240
+        while True:
+            placed = cluster.probe()["actors"]
+            assert isinstance(placed, dict)
+            if sorted(v for k, v in placed.items() if k.startswith("strata-shard-")) == [
+                    "head", "worker"]:
+                break
+            assert not load.failed, load.failed
+            assert time.monotonic() < deadline, placed
+            time.sleep(2)
+        spread_at = time.monotonic()
+        while not all(load.last_ack.get(u, 0) > spread_at + 2 for u in users):
+            assert not load.failed, load.failed
+            assert time.monotonic() < spread_at + 120, (load.acked, load.last_ack)
+            time.sleep(1)
+        time.sleep(3)
+    assert not load.failed, load.failed
+    print(f"worker node back: shards spread again {spread_at - back_at:.1f}s after it "
+          f"started; longest time without an acknowledged turn {load.outage_s:.1f}s; turns "
+          f"acknowledged {sum(load.acked.values())}")
+    _all_kept(client, load)
+    for user in (users[0], users[2]):  # each shard's first user, moved or not, recalls
+        assert "Lisbon" in client.recall(user, "Where do I live?")["context"]
+
+    stop_process(serve_proc, grace_s=120)
+    assert serve_proc.returncode in (0, -signal.SIGKILL), serve_proc.returncode
+
+
+def _all_kept(client: Client, load: TurnLoad) -> None:
+    """No acknowledged turn lost, none stored twice, in order."""
+    for user in load.users:
+        memory = client.working_memory(load.session, user)
         assert memory["turn_count"] == load.acked[user], (user, memory["turn_count"],
                                                           load.acked[user])
         last = memory["window"][-1]["content"]
         assert last == f"turn {load.acked[user] - 1} of {user}", last
-    (cluster.tmp / "failover.json").write_text(json.dumps(
-        {"outage_s": outage_s, "acked": load.acked, "gaps": load.longest_gap}))
-
-    stop_process(serve_proc, grace_s=120)
-    assert serve_proc.returncode in (0, -signal.SIGKILL), serve_proc.returncode
-    cluster.start_worker()  # the node comes back for the next scenario
-    cluster.wait_nodes(["head", "worker"])
 
 
 def test_serve_deploy_alone_starts_its_actors(cluster: RayCluster) -> None:
