@@ -14,7 +14,9 @@ What it does:
    ``--users`` users (``bench.common.soak_workload``): turn appends (after 8-16 turns a
    user moves to a new session and the old one is closed, once its turns are back, so
    extraction runs), recalls, remember (a fact created) and forget (one created earlier
-   deleted), memory listings, knowledge searches.
+   deleted), memory listings, knowledge searches. ``--churn-sessions N`` erases a user
+   (admin ``DELETE /v1/users/{id}``) after N closed sessions, once none of its writes is
+   out, so the data stays about the same size: memory that still grows is not data.
 4. Every ``--sample-s`` seconds: the RSS of every process under the server's pid grouped by
    role (``bench.common.process_rss``; named actors, such as the shards, by their names
    from the Ray dashboard, which this benchmark can ask with the Ray token it gave the
@@ -30,6 +32,7 @@ Run (from the repository root)::
 
     .venv/bin/python bench/soak.py --duration 60 --out /tmp/soak-smoke.json   # smoke
     .venv/bin/python bench/soak.py --out /tmp/soak.json                       # 10 minutes
+    .venv/bin/python bench/soak.py --rate 10 --churn-sessions 2 --out /tmp/soak-churn.json
 """
 
 from __future__ import annotations
@@ -80,7 +83,9 @@ class Soak:
         self.dashboard = dashboard  # (url, Ray auth token) of the server's Ray, to name actors
         self.names: dict[int, str] = {}
         self._asked: set[int] = set()  # worker pids seen when the names were last asked
-        self.workload = SoakWorkload(base, args.users, uuid.uuid4().hex[:6], args.seed)
+        self.workload = SoakWorkload(base, args.users, uuid.uuid4().hex[:6], args.seed,
+                                     args.churn_sessions)
+        self.admin = {"Authorization": f"Bearer {args.admin_key}"}
         self.window = Window()
         self.windows: list[dict[str, Any]] = []
         self.samples: list[RoleSample] = []
@@ -96,8 +101,9 @@ class Soak:
             try:
                 if method == "GET":
                     resp = await client.get(url, params=body)
-                elif method == "DELETE":
-                    resp = await client.delete(url)
+                elif method == "DELETE":  # erasing a whole user takes the admin key
+                    resp = await client.delete(url, headers=self.admin if kind == "erase"
+                                               else None)
                 else:
                     resp = await client.post(url, json=body)
             except httpx.HTTPError as exc:
@@ -224,6 +230,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--strata-bin", type=Path, default=REPO / ".venv" / "bin" / "strata")
     p.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--churn-sessions", type=int, default=0, metavar="N", help=(
+        "erase a user (DELETE /v1/users/{id}) after N closed sessions; the user starts "
+        "again empty, so the data stays about the same size and memory can be judged"))
     p.add_argument("--keep-data", action="store_true")
     p.add_argument("--out", type=Path, metavar="PATH", help="the JSON report")
     args = p.parse_args(argv)
@@ -273,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(soak.run())
         report.update(build_report(soak.windows, soak.samples, soak.workload.closed,
                                    time.monotonic() - started))
+        report["users_erased"] = soak.workload.erased
         try:
             report["queue_backlog_end"] = api.queue_backlog(
                 base, {"Authorization": f"Bearer {args.admin_key}"})

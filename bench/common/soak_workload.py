@@ -46,14 +46,21 @@ class UserState:
     turns_left: int = 0
     to_close: str | None = None  # a finished session, closed once none of its turns is out
     memories: list[str] = field(default_factory=list)
+    closed: int = 0  # sessions closed since the user was last erased
+    erasing: bool = False  # a DELETE of the user is out
 
 
 class SoakWorkload:
     """The next request of each kind for ``n_users`` users, with what the answers told
     (created memory ids, to forget later)."""
 
-    def __init__(self, base: str, n_users: int, tag: str, seed: int) -> None:
+    def __init__(self, base: str, n_users: int, tag: str, seed: int,
+                 churn_sessions: int = 0) -> None:
         self.base = base
+        # > 0: a user is erased (DELETE /v1/users/{id}, admin) after that many closed
+        # sessions and starts again empty, so the data stays about the same size
+        self.churn_sessions = churn_sessions
+        self.erased = 0
         self.rng = random.Random(seed)
         self.users = [UserState(f"soak-{i:02d}-{tag}", self.rng.sample(TOPICS, 3))
                       for i in range(n_users)]
@@ -62,6 +69,7 @@ class SoakWorkload:
         self.closed = 0
         self.remembered = 0
         self.in_flight: Counter[tuple[str, str]] = Counter()  # turns out per (user, session)
+        self.writes_out: Counter[str] = Counter()  # closes, remember, forget out per user
 
     def _sentence(self, u: UserState) -> str:
         topic = self.rng.choice(u.topics)
@@ -71,7 +79,7 @@ class SoakWorkload:
     def request(self, kind: str) -> Request:
         """``(kind, method, url, json body or query params)``; forget without a memory to
         forget becomes a listing."""
-        u = self.rng.choice(self.users)
+        u = self.rng.choice([x for x in self.users if not x.erasing] or self.users)
         sid = f"s{u.session}"
         if kind == "turn":
             return self._turn_or_close(u)
@@ -83,14 +91,16 @@ class SoakWorkload:
                      "session_id": sid, "top_k": 10, "budget_tokens": 500})
         if kind == "remember":
             self.remembered += 1
+            self.writes_out[u.user_id] += 1
             return ("remember", "POST", f"{self.base}/v1/users/{u.user_id}/memories",
                     {"kind": "fact", "key": f"soak_note_{self.remembered}",
                      "value": self._sentence(u)})
         if kind == "forget":
             owner = next((x for x in self.rng.sample(self.users, len(self.users))
-                          if x.memories), None)
+                          if x.memories and not x.erasing), None)
             if owner is not None:
                 memory_id = owner.memories.pop(0)
+                self.writes_out[owner.user_id] += 1
                 return ("forget", "DELETE",
                         f"{self.base}/v1/users/{owner.user_id}/memories/{memory_id}", None)
             kind = "list"
@@ -105,9 +115,17 @@ class SoakWorkload:
         finished one is closed by a later turn request once none of its turns is in flight
         (a close overtaking a turn would make that turn a 409, the benchmark's doing)."""
         old = u.to_close
+        if (self.churn_sessions and u.closed >= self.churn_sessions and old is None
+                and not self.writes_out[u.user_id]
+                and not any(n for (uid, _), n in self.in_flight.items() if uid == u.user_id)):
+            u.erasing, u.closed, u.memories = True, 0, []
+            self.erased += 1
+            return ("erase", "DELETE", f"{self.base}/v1/users/{u.user_id}", None)
         if old is not None and not self.in_flight[(u.user_id, old)]:
             u.to_close = None
+            u.closed += 1
             self.closed += 1
+            self.writes_out[u.user_id] += 1
             return ("close", "POST", f"{self.base}/v1/sessions/{old}/close",
                     {"user_id": u.user_id})
         if u.turns_left <= 0 and old is None:
@@ -124,6 +142,15 @@ class SoakWorkload:
         """A request has come back (answered or not)."""
         if kind == "turn" and body is not None:
             self.in_flight[(body["user_id"], url.split("/")[-2])] -= 1
+        elif kind == "close" and body is not None:
+            self.writes_out[body["user_id"]] -= 1
+        elif kind in ("remember", "forget"):
+            self.writes_out[url.split("/v1/users/")[1].split("/")[0]] -= 1
+        elif kind == "erase":
+            user_id = url.rstrip("/").split("/")[-1]
+            for u in self.users:
+                if u.user_id == user_id:
+                    u.erasing = False
 
     def answered(self, kind: str, url: str, data: Any) -> None:
         if kind == "remember" and isinstance(data, dict) and "memory" in data:

@@ -95,10 +95,7 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
                          "STRATA_HTTP_PORT": str(port)}, cluster.tmp / "strata-serve.log")
     cluster.others.append(serve_proc)
     wait_ready(base, serve_proc)
-    placed = cluster.probe()["actors"]
-    assert isinstance(placed, dict)
-    shards = {name: node for name, node in placed.items() if name.startswith("strata-shard-")}
-    assert sorted(shards.values()) == ["head", "worker"], placed  # SPREAD over the nodes
+    placed = _spread(cluster)  # SPREAD over the nodes (or the keeper's first move)
     assert placed["strata-store-owner"] == "head"  # the milvus-lite file is the head's
     replicas = {name: node for name, node in placed.items() if name.startswith("SERVE_")}
     assert replicas and set(replicas.values()) == {"head"}, replicas  # with its one proxy
@@ -149,16 +146,7 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
         time.sleep(5)
         back_at = time.monotonic()
         cluster.start_worker()
-        deadline = back_at + 240
-        while True:
-            placed = cluster.probe()["actors"]
-            assert isinstance(placed, dict)
-            if sorted(v for k, v in placed.items() if k.startswith("strata-shard-")) == [
-                    "head", "worker"]:
-                break
-            assert not load.failed, load.failed
-            assert time.monotonic() < deadline, placed
-            time.sleep(2)
+        _spread(cluster, timeout_s=240, load=load)
         spread_at = time.monotonic()
         while not all(load.last_ack.get(u, 0) > spread_at + 2 for u in users):
             assert not load.failed, load.failed
@@ -175,6 +163,21 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
 
     stop_process(serve_proc, grace_s=120)
     assert serve_proc.returncode in (0, -signal.SIGKILL), serve_proc.returncode
+
+
+def _spread(cluster: RayCluster, timeout_s: float = 90,
+            load: TurnLoad | None = None) -> dict[str, str]:
+    """The named actors' nodes, once the two shards are on the two nodes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        placed = cluster.probe()["actors"]
+        assert isinstance(placed, dict)
+        if sorted(v for k, v in placed.items() if k.startswith("strata-shard-")) == [
+                "head", "worker"]:
+            return placed
+        assert load is None or not load.failed, load.failed
+        assert time.monotonic() < deadline, placed
+        time.sleep(2)
 
 
 def _all_kept(client: Client, load: TurnLoad) -> None:
@@ -201,10 +204,7 @@ def test_serve_deploy_alone_starts_its_actors(cluster: RayCluster) -> None:
     cluster.shell(f"serve deploy {path} --address {dashboard}", {})
     base = f"http://127.0.0.1:{port}"
     wait_ready(base, None)
-    placed = cluster.probe()["actors"]
-    assert isinstance(placed, dict)
-    assert sorted(v for k, v in placed.items() if k.startswith("strata-shard-")) == [
-        "head", "worker"], placed
+    placed = _spread(cluster)  # by SPREAD, or by the placement keeper's first rounds
     assert "strata-extractor-0" in placed and "strata-store-owner" in placed, placed
     client = Client(base, api_key=KEY, timeout_s=60)
     for user in _users_on_each_shard(1, prefix="deployed"):

@@ -164,3 +164,27 @@ def test_workload_forgets_what_it_remembered() -> None:
     assert (kind, method) == ("forget", "DELETE")
     assert url.endswith(f"/v1/users/{user.user_id}/memories/m1")
     assert user.memories == []
+
+
+def test_workload_erases_a_user_after_its_sessions_once_nothing_of_it_is_out() -> None:
+    wl = SoakWorkload("http://x", n_users=1, tag="t", seed=1, churn_sessions=1)
+    user = wl.users[0]
+    for r in [wl.request("turn") for _ in range(user.turns_left + 1)]:  # s1 done, one in s2
+        wl.finished(r[0], r[2], r[3])
+    remember = wl.request("remember")
+    close = wl.request("turn")
+    assert close[0] == "close" and wl.closed == 1
+    turn = wl.request("turn")  # the remember and the close are still out
+    assert turn[0] == "turn"
+    for r in (close, turn):
+        wl.finished(r[0], r[2], r[3])
+    another = wl.request("turn")  # ... the remember still is
+    assert another[0] == "turn"
+    for r in (another, remember):
+        wl.finished(r[0], r[2], r[3])
+    wl.answered(remember[0], remember[2], {"memory": {"id": "m1"}})
+    kind, method, url, _ = wl.request("turn")  # nothing out: the user goes
+    assert (kind, method, url) == ("erase", "DELETE", f"http://x/v1/users/{user.user_id}")
+    assert user.erasing and user.memories == [] and wl.erased == 1
+    wl.finished(kind, url, None)
+    assert not user.erasing and wl.request("turn")[0] == "turn"  # starts again, empty
