@@ -327,10 +327,16 @@ class IngressService(InspectorRoutes):
     # -- recall --------------------------------------------------------------------------------
     @api.post("/v1/recall", response_model=RecallResponse)
     async def recall(self, body: RecallRequest, request: Request) -> Response:
-        scope = scope_for(self._principal(request), body.user_id)
+        principal = self._principal(request)
+        scope = scope_for(principal, body.user_id)
         if body.recipe is not None and body.recipe not in RECIPES:
             raise InvalidInput(f"unknown recipe {body.recipe!r}; one of {sorted(RECIPES)}")
-        recipe = RECIPES[body.recipe] if body.recipe else DEFAULT
+        # the request's recipe, else its key's, else its tenant's (scenario profiles)
+        name = (body.recipe or principal.recipe
+                or self._settings.tenant_recipes.get(principal.tenant))
+        recipe = RECIPES[name] if name else DEFAULT
+        if name and name != body.recipe:
+            body = body.model_copy(update={"recipe": name})
         if recipe.serve_from == "store":
             response = await self._recall_through_store(scope, body)
         else:

@@ -17,10 +17,11 @@ DEV_KEY = "dev"
 
 
 class Principal(BaseModel):
-    """Who is calling: the key's tenant and role."""
+    """Who is calling: the key's tenant and role (and its recall recipe, if it has one)."""
 
     tenant: str
     role: Literal["admin", "agent"]
+    recipe: str | None = None
 
     def require_admin(self) -> None:
         if self.role != "admin":
@@ -46,7 +47,7 @@ def authenticate(authorization: str | None, keys: dict[str, ApiKey]) -> Principa
     table = keys or {DEV_KEY: ApiKey(tenant="default", role="admin")}
     for key, entry in table.items():
         if hmac.compare_digest(key.encode(), presented.encode()):
-            return Principal(tenant=entry.tenant, role=entry.role)
+            return Principal(tenant=entry.tenant, role=entry.role, recipe=entry.recipe)
     raise Unauthorized("unknown API key")
 
 

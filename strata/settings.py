@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["ApiKey", "Settings"]
@@ -23,6 +23,9 @@ class ApiKey(BaseSettings):
 
     tenant: str
     role: Literal["admin", "agent"] = "agent"
+    recipe: str | None = Field(default=None, description=(
+        "the recall recipe (scenario profile) of this key's recalls when a request names "
+        "none, e.g. qa, advisor, support"))
 
 
 class Settings(BaseSettings):
@@ -63,6 +66,9 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='JSON: {"<key>": {"tenant": "acme", "role": "admin"}}. Empty → dev key.',
     )
+    tenant_recipes: dict[str, str] = Field(default_factory=dict, description=(
+        'JSON: {"<tenant>": "<recipe>"}: the recall recipe (scenario profile) of a '
+        "tenant's recalls when neither the request nor its key names one"))
     # Vector store flush policy (see docs/benchmarks.md for the measurements behind it).
     flush_unflushed_rows: int = Field(default=500, ge=1)
     flush_interval_s: float = Field(default=2.0, gt=0)
@@ -108,6 +114,16 @@ class Settings(BaseSettings):
         "0 turns rebalancing off"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
                                  description="most turns in one batch append")
+
+    @model_validator(mode="after")
+    def _known_recipes(self) -> Settings:
+        from strata.recall.recipes import RECIPES  # the recipes are data; no cycle at import
+
+        named = [k.recipe for k in self.api_keys.values() if k.recipe]
+        unknown = sorted({r for r in [*named, *self.tenant_recipes.values()] if r not in RECIPES})
+        if unknown:
+            raise ValueError(f"unknown recall recipe(s) {unknown}; one of {sorted(RECIPES)}")
+        return self
 
     @field_validator("data_dir")
     @classmethod

@@ -142,7 +142,7 @@ class LongTermShardOps:
                 working = self.view(scope, request.session_id)
             except NotFound:
                 working = None
-        decision = decide_route(request, working is not None)
+        decision = decide_route(request, working is not None, recipe=recipe)
         try:
             if self._recall is None:
                 self._recall = RecallService(self.longterm.vectors, parallelism=1)

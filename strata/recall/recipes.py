@@ -55,6 +55,11 @@ class RecallRecipe(BaseModel):
     # index (strata.stores.hot); "store" — the previous path, Milvus through the Recall
     # deployment (kept for the recall benchmark's baseline)
     serve_from: str = Field(default="hot", pattern="^(hot|store)$")
+    # a scenario profile's layers: the only ones this recipe searches (working memory is
+    # kept when the request has a session); None: whatever the route picks. A request that
+    # names its layers is served as asked.
+    layers: tuple[str, ...] | None = None
+    description: str = ""
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
@@ -64,6 +69,24 @@ TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
                           neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
 POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
 STORE_PATH = RecallRecipe(name="store", serve_from="store")  # the default, the previous way
+# Scenario profiles (seed 002's last section: the hard part is the layer weights of the
+# business scenario; some need no long-term episodes at all). Chosen per request (``recipe``),
+# per API key or per tenant (STRATA_API_KEYS' "recipe", STRATA_TENANT_RECIPES).
+QA = RecallRecipe(
+    name="qa", layers=("working", "procedures", "knowledge"),
+    description="one-shot Q&A: the conversation, the agent's procedures and the knowledge "
+                "base; nothing from the user's past")
+ADVISOR = RecallRecipe(
+    name="advisor", layer_weights={"working": 1.2, "facts": 1.1, "episodes": 0.7,
+                                   "procedures": 0.8, "knowledge": 0.8},
+    half_life_days={"facts": 90.0, "episodes": 14.0},
+    description="a long-running advisor: what the user stated (facts) ahead of what happened "
+                "(episodes), both remembered longer")
+SUPPORT = RecallRecipe(
+    name="support", layer_weights={"working": 1.2, "facts": 0.7, "episodes": 0.6,
+                                   "procedures": 1.0, "knowledge": 1.3},
+    description="a support desk: the knowledge base and procedures first, the user's "
+                "memories as background")
 DEFAULT = HYBRID_RRF
-RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY,
-                                                        TURNS_ONLY, POOLED, STORE_PATH)}
+RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (
+    HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, STORE_PATH, QA, ADVISOR, SUPPORT)}

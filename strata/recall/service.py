@@ -156,8 +156,9 @@ class RecallService:
                             recipe, now)
         return scored, (time.perf_counter() - started) * 1000
 
-    def decide(self, request: RecallRequest, has_session: bool) -> RouteDecision:
-        return decide_route(request, has_session, self._classifier)
+    def decide(self, request: RecallRequest, has_session: bool,
+               recipe: RecallRecipe | None = None) -> RouteDecision:
+        return decide_route(request, has_session, self._classifier, recipe)
 
     def search_layers(self, scope: Scope, request: RecallRequest, vector: list[float],
                       layers: Sequence[str], recipe: RecallRecipe | None = None,
@@ -193,7 +194,7 @@ class RecallService:
                recipe: RecallRecipe | None = None) -> RecallResponse:
         """The whole recall in this process: route, search every routed layer, assemble."""
         recipe = recipe or self._recipe
-        decision = self.decide(request, working is not None)
+        decision = self.decide(request, working is not None, recipe)
         found = self.search_layers(scope, request, vector, decision.layers, recipe)
         return assemble(request, decision, working, found, recipe,
                         lambda: self.most_used(scope))
@@ -208,13 +209,23 @@ class RecallService:
 
 
 def decide_route(request: RecallRequest, has_session: bool,
-                 classifier: RouteClassifier | None = None) -> RouteDecision:
-    """Which layers the query needs (``strata.recall.routing``)."""
+                 classifier: RouteClassifier | None = None,
+                 recipe: RecallRecipe | None = None) -> RouteDecision:
+    """Which layers the query needs (``strata.recall.routing``), within the recipe's
+    layers when it is a scenario profile that names them and the request does not."""
     try:
-        return route_query(request.query, list(request.layers or []) or None, has_session,
-                           classifier)
+        decision = route_query(request.query, list(request.layers or []) or None, has_session,
+                               classifier)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    if recipe is not None and recipe.layers is not None and not request.layers:
+        allowed = [layer for layer in decision.layers if layer in recipe.layers]
+        if not allowed:  # the route wanted none of them: the profile's own, searched anyway
+            allowed = [layer for layer in recipe.layers if layer != "working" or has_session]
+        decision = decision.model_copy(update={
+            "layers": allowed,
+            "reason": f"{decision.reason}; profile {recipe.name}: {', '.join(recipe.layers)}"})
+    return decision
 
 
 class _Done:

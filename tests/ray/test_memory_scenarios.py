@@ -22,6 +22,10 @@ from strata.eval.locomo import evaluate
 from strata.models import Collection
 from strata.stores.redis import QUEUE_LOW, RedisStore
 
+# scenario profiles (recall recipes) chosen by the key, or by the tenant
+PROFILE_KEYS = {"key-acme-qa": {"tenant": "acme", "role": "agent", "recipe": "qa"},
+                "key-initech": {"tenant": "initech", "role": "admin"}}
+
 
 def milvus_texts() -> str:
     """Every text and payload in every collection, read inside the StoreOwner process."""
@@ -41,7 +45,8 @@ def milvus_texts() -> str:
 @pytest.fixture(scope="module")
 def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with live_app(tmp_path_factory.mktemp("scenarios"), embedder="minilm",
-                  api_keys=KEYS) as (url, settings):
+                  api_keys={**KEYS, **PROFILE_KEYS},
+                  tenant_recipes={"initech": "qa"}) as (url, settings):
         client = Api(url, RedisStore(settings.redis_url, settings.redis_prefix))
         yield client
         client.redis.close()
@@ -229,3 +234,35 @@ def test_locomo_harness_end_to_end_with_late_interaction(api: Api, tmp_path: Pat
     debug = api.recall(user, "What did Bo see near the summit?", debug=True,
                        layers=["episodes"])["debug"]
     assert any("late" in c["parts"] for c in debug["candidates"])
+
+
+def test_a_scenario_profile_takes_the_users_past_out_of_recall(api: Api) -> None:
+    """Seed 002: some scenarios need no long-term memory of the user at all. The "qa"
+    profile searches the conversation, the procedures and the knowledge base only, whether
+    the request names it, the API key carries it or the tenant has it; a request that names
+    another recipe gets that one."""
+    qa_key = {"Authorization": "Bearer key-acme-qa"}
+    initech = {"Authorization": "Bearer key-initech"}
+    for headers in (ACME, initech):
+        for body in ({"kind": "fact", "key": "preference.drink", "value": "green tea",
+                      "text": "I drink green tea every morning"},
+                     {"kind": "episode", "text": "Ordered a green tea at the airport cafe"},
+                     {"kind": "procedure", "key": "drinks",
+                      "text": "When asked about drinks, offer the tea menu first"}):
+            resp = api.http.post("/v1/users/pia/memories", headers=headers, json=body)
+            assert resp.status_code == 200, resp.text
+    question = {"user_id": "pia", "query": "what tea do I drink?", "debug": True}
+
+    def layers_of(headers: dict[str, str], **extra: str) -> tuple[set[str], dict[str, Any]]:
+        resp = api.http.post("/v1/recall", headers=headers, json={**question, **extra})
+        assert resp.status_code == 200, resp.text
+        return {i["layer"] for i in resp.json()["items"]}, resp.json()["debug"]
+
+    everything, debug = layers_of(ACME)
+    assert {"facts", "episodes"} <= everything and debug["recipe"] == "hybrid"
+    for headers, extra in ((ACME, {"recipe": "qa"}), (qa_key, {}), (initech, {})):
+        layers, debug = layers_of(headers, **extra)
+        assert layers and not layers & {"facts", "episodes"}, (headers, layers)
+        assert debug["recipe"] == "qa" and "profile qa" in debug["route_reason"]
+    layers, debug = layers_of(qa_key, recipe="hybrid")  # the request's choice wins
+    assert "facts" in layers and debug["recipe"] == "hybrid"

@@ -150,3 +150,32 @@ def test_old_episodes_rank_below_fresh_ones(world) -> None:  # type: ignore[no-u
     resp = ask(vectors, "slow checkout", layers=["episodes"], debug=True)
     ids = [c["id"] for c in resp.debug["candidates"]]  # type: ignore[attr-defined]
     assert ids.index(new["memory"]["id"]) < ids.index(old["memory"]["id"])
+
+
+def test_a_scenario_profile_limits_the_routed_layers_unless_the_request_names_them() -> None:
+    from strata.recall.service import decide_route
+
+    qa, advisor = RECIPES["qa"], RECIPES["advisor"]
+    personal = RecallRequest(user_id="u", query="what did I say about my allergies?")
+    assert set(decide_route(personal, True).layers) >= {"facts", "episodes"}
+    limited = decide_route(personal, True, recipe=qa)  # what the route wanted, minus the past
+    assert limited.layers == ["working", "procedures"]
+    assert "profile qa" in limited.reason
+    assert decide_route(personal, False, recipe=qa).layers == ["procedures"]
+    mixed = RecallRequest(user_id="u", query="peanuts")
+    assert "facts" not in decide_route(mixed, False, recipe=qa).layers
+    assert decide_route(mixed, False, recipe=advisor) == decide_route(mixed, False)
+    named = RecallRequest(user_id="u", query="peanuts", layers=["facts"])
+    assert decide_route(named, False, recipe=qa).layers == ["facts"]  # asked for: served
+
+
+def test_settings_refuse_an_unknown_recipe_for_a_key_or_a_tenant() -> None:
+    from pydantic import ValidationError
+
+    ok = Settings(api_keys={"k": {"tenant": "t", "recipe": "support"}},  # type: ignore[dict-item]
+                  tenant_recipes={"t": "qa"})
+    assert ok.api_keys["k"].recipe == "support"
+    for bad in ({"api_keys": {"k": {"tenant": "t", "recipe": "nope"}}},
+                {"tenant_recipes": {"t": "nope"}}):
+        with pytest.raises(ValidationError, match="unknown recall recipe"):
+            Settings(**bad)  # type: ignore[arg-type]
