@@ -30,6 +30,7 @@ from serve_app.inspector import InspectorRoutes, router, tenant_users
 from serve_app.options import STOP_QUICKLY
 from strata.auth import Principal, authenticate, scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
+from strata.layers.corrections import CorrectionIn, correction_create
 from strata.layers.knowledge import (
     DocumentIn,
     ImportReport,
@@ -42,6 +43,7 @@ from strata.layers.sessions import TurnAck, TurnIn
 from strata.layers.shard_longterm import MemoryAnswer
 from strata.layers.transfer import read_scope
 from strata.models import (
+    Collection,
     MemoryItem,
     MemoryKind,
     MemoryStatus,
@@ -371,7 +373,7 @@ class IngressService(InspectorRoutes):
                                     timings_ms={**found.timings_ms, **kb.timings_ms},
                                     degraded=found.degraded or kb.degraded)
         response = assemble(body, answer.decision, answer.working, found, recipe,
-                            lambda: answer.most_used)
+                            lambda: answer.most_used, answer.corrections)
         response.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
         return response
 
@@ -476,6 +478,24 @@ class IngressService(InspectorRoutes):
         scope = scope_for(principal, user_id)
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).create_memory.remote(scope, body))
+        return result
+
+    @api.post("/v1/users/{user_id}/knowledge/corrections")
+    async def correct_knowledge(self, user_id: str, body: CorrectionIn,
+                                request: Request) -> dict[str, Any]:
+        """The user's correction of a knowledge chunk, kept as that user's memory and shown
+        under the chunk in that user's later recalls (the knowledge base is not changed)."""
+        scope = scope_for(self._principal(request), user_id)
+        info = await self._embedder_info()
+        vectors = vector_store_for(self._settings, int(info["dim"]), self._namespace)
+        found = await asyncio.to_thread(vectors.get, Collection.KNOWLEDGE,
+                                        Scope.shared(scope.tenant), [body.chunk_id])
+        if not found or found[0].status != "active":
+            raise NotFound(f"no current knowledge chunk {body.chunk_id!r} in this tenant's "
+                           "knowledge base (ids come from a recall's knowledge items)")
+        result: dict[str, Any] = await _resolve(self._shards.for_scope(scope).create_memory
+                                                .remote(scope, correction_create(found[0],
+                                                                                 body.text)))
         return result
 
     @api.get("/v1/users/{user_id}/memories")

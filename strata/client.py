@@ -283,6 +283,13 @@ class _Api:
     def forget_user(self, user_id: str) -> Any:
         return self._call("DELETE", _users(user_id))
 
+    def correct_knowledge(self, user_id: str, chunk_id: str, text: str) -> Any:
+        """The user's correction of a knowledge chunk (``chunk_id``: a knowledge item's id
+        from a recall): kept as the user's memory, shown under the chunk in that user's
+        later recalls; the knowledge base is not changed."""
+        return self._call("POST", f"{_users(user_id)}/knowledge/corrections",
+                          {"chunk_id": chunk_id, "text": text})
+
     def export_user(self, user_id: str) -> Any:
         """The user's memories, every kind and status, as JSON Lines text (the format of
         ``strata.portability``: a header, then one memory a line, no vectors)."""

@@ -23,6 +23,7 @@ from strata.extract.base import Candidate, Intent
 from strata.extract.intents import is_declaration
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
+from strata.layers.corrections import corrections_of
 from strata.layers.decay import (
     DecayPolicy,
     StatusChange,
@@ -44,6 +45,7 @@ from strata.recall.service import (
     LONG_TERM,
     LayerCandidates,
     RecallService,
+    correction_items,
     could_pass,
     decide_route,
     select_candidates,
@@ -78,6 +80,8 @@ class MemoryAnswer(BaseModel):
     found: LayerCandidates
     most_used: list[ScoredItem] = Field(default_factory=list)
     embedding: Any = None  # the query's QueryEmbedding, when the shard computed it
+    # the user's corrections of knowledge chunks, by chunk id (when knowledge is routed)
+    corrections: dict[str, ScoredItem] = Field(default_factory=dict)
 
 
 class LongTermShardOps:
@@ -148,9 +152,11 @@ class LongTermShardOps:
                 self._recall = RecallService(self.longterm.vectors, parallelism=1)
             service = self._recall
             personal = [layer for layer in decision.layers if layer in LONG_TERM]
+            corrections = (correction_items(corrections_of(self.longterm.vectors, scope))
+                           if "knowledge" in decision.layers else {})
             if not personal:
                 return MemoryAnswer(decision=decision, working=working,
-                                    found=LayerCandidates())
+                                    found=LayerCandidates(), corrections=corrections)
             vectors = self.longterm.vectors
             hot = vectors if isinstance(vectors, HotIndexStore) else None
             if hot is not None:
@@ -175,7 +181,8 @@ class LongTermShardOps:
             found.candidates = [c for c in found.candidates if could_pass(c, recipe)]
         return MemoryAnswer(decision=decision, working=working, found=found,
                             most_used=service.most_used(scope) if needs_fallback else [],
-                            embedding=embedded if "knowledge" in decision.layers else None)
+                            embedding=embedded if "knowledge" in decision.layers else None,
+                            corrections=corrections)
 
     def _embed_query(self, text: str) -> QueryEmbedding:
         started = time.perf_counter()

@@ -18,7 +18,7 @@ from strata.models import Turn
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
-__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "label"]
+__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "correction_label", "label"]
 
 WORKING_SHARE = 0.6  # working memory may use at most this share of the budget
 SUMMARY_SHARE = 0.4  # the rolling summary may use at most this share of working memory's
@@ -52,6 +52,11 @@ def _trimmed(text: str, tokens: int) -> str:
     if " " in cut[len(cut) // 2:]:
         cut = cut[:cut.rindex(" ")]
     return cut.rstrip(" ,;，；") + "…" if cut else ""
+
+
+def correction_label(correction: ScoredItem) -> str:
+    """The line under a knowledge chunk this user corrected: what the user said instead."""
+    return f"[the user's correction · {_date(correction.created_at)}] {correction.text}"
 
 
 class ContextBuilder:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from strata.errors import InvalidInput, StrataError
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.pii import redact
+from strata.layers.corrections import corrections_of
 from strata.layers.records import from_record
 from strata.models import (
     Collection,
@@ -34,7 +35,7 @@ from strata.models import (
     StoredRecord,
     utcnow,
 )
-from strata.recall.context import ContextBuilder, label
+from strata.recall.context import ContextBuilder, correction_label, label
 from strata.recall.granularity import TermsOf, fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
@@ -196,8 +197,10 @@ class RecallService:
         recipe = recipe or self._recipe
         decision = self.decide(request, working is not None, recipe)
         found = self.search_layers(scope, request, vector, decision.layers, recipe)
+        corrections = (correction_items(corrections_of(self._vectors, scope))
+                       if "knowledge" in decision.layers else {})
         return assemble(request, decision, working, found, recipe,
-                        lambda: self.most_used(scope))
+                        lambda: self.most_used(scope), corrections)
 
     def most_used(self, scope: Scope) -> list[ScoredItem]:
         """The last resort: the user's most-used active facts."""
@@ -238,13 +241,25 @@ class _Done:
         return self._fn(*self._args)
 
 
+def correction_items(records: Mapping[str, StoredRecord]) -> dict[str, ScoredItem]:
+    """The user's corrections (``strata.layers.corrections``) as items, by chunk id."""
+    return {chunk: _item("facts", r).model_copy(update={"text": redact(str(
+        r.payload.get("value") or r.text))}) for chunk, r in records.items()}
+
+
 def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSnapshot | None,
              found: LayerCandidates, recipe: RecallRecipe,
-             most_used: Callable[[], list[ScoredItem]]) -> RecallResponse:
+             most_used: Callable[[], list[ScoredItem]],
+             corrections: Mapping[str, ScoredItem] | None = None) -> RecallResponse:
     """Fuse the candidates of every layer into the budgeted context: select (relaxing once),
-    fall back to the most-used facts, dedup, fit the budget, label."""
+    fall back to the most-used facts, dedup, fit the budget, label. A knowledge chunk this
+    user corrected goes in with the correction under it, or not at all."""
     candidates = found.candidates
+    corrections = corrections or {}
     ranked, relaxed = select_candidates(candidates, recipe)
+    shown = {i.id for i in ranked if i.layer == "knowledge"}  # their corrections go under them
+    under = {c.id for chunk, c in corrections.items() if chunk in shown}
+    ranked = [i for i in ranked if i.id not in under or i.layer != "facts"]
     fallback = False
     searched = [layer for layer in decision.layers if layer != "working"]
     if not ranked and any(layer in LONG_TERM for layer in searched) and not found.degraded:
@@ -262,9 +277,14 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
         if sources and sources <= covered:
             continue  # says again what a better item from the same turns said
         block = "knowledge" if item.layer == "knowledge" else "long_term"
-        if builder.add(block, label(item), item):
+        correction = corrections.get(item.id) if item.layer == "knowledge" else None
+        line = label(item) if correction is None else (
+            f"{label(item)}\n{correction_label(correction)}")
+        if builder.add(block, line, item):
             added += 1
             covered |= sources
+            if correction is not None:
+                builder.included.append(correction)
     items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                         created_at=i.created_at, confidence=i.confidence, source=i.source,
                         provenance=i.provenance) for i in builder.included]

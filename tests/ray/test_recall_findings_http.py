@@ -182,3 +182,35 @@ def test_working_memory_is_redacted_in_a_recalled_context(api: Api) -> None:
         assert "[REDACTED:" in answer["context"]
         for secret in secrets:
             assert secret not in rendered, (session_open, answer["context"])
+
+
+def test_a_users_correction_of_a_knowledge_chunk_is_shown_to_that_user_only(api: Api) -> None:
+    """Seed 000: a user's explicit correction of a knowledge answer is kept as that user's
+    memory and shapes what that user sees of the knowledge base; the base is not changed."""
+    question = "how many times are requests retried?"
+    first = api.recall("kim", question, layers=["knowledge"])
+    chunk = next(i for i in first["items"] if "retries a failed request" in i["text"])
+    correction = "Our gateway retries five times, not three; the client's own retries are off."
+    made = api.http.post("/v1/users/kim/knowledge/corrections", headers=ACME,
+                         json={"chunk_id": chunk["id"], "text": correction})
+    assert made.status_code == 200, made.text
+    unknown = api.http.post("/v1/users/kim/knowledge/corrections", headers=ACME,
+                            json={"chunk_id": "no-such-chunk#0", "text": "whatever"})
+    assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"
+
+    for layers in (["knowledge"], None):  # asked for knowledge only, or routed
+        extra = {"layers": layers} if layers else {}
+        seen = api.recall("kim", question, **extra)
+        lines = seen["context"].splitlines()
+        at = next(n for n, line in enumerate(lines) if "retries a failed request" in line)
+        assert correction in lines[at + 1] and "correction" in lines[at + 1], lines
+        assert seen["context"].count(correction) == 1  # under the chunk, not again as a fact
+        ids = [i["id"] for i in seen["items"]]
+        assert ids.index(chunk["id"]) + 1 == ids.index(made.json()["memory"]["id"])
+    other = api.recall("lee", question, layers=["knowledge"])  # another user: the base as is
+    assert correction not in other["context"] and "retries a failed request" in other["context"]
+    search = api.http.post("/v1/knowledge/search", headers=ACME,
+                           json={"query": question, "top_k": 5}).json()["results"]
+    assert all(correction not in r["text"] for r in search)  # the knowledge base unchanged
+    facts = api.memories("kim")
+    assert any(m["kind"] == "fact" and m["value"] == correction for m in facts)
