@@ -39,6 +39,7 @@ from strata.layers.knowledge import (
     import_lock_name,
 )
 from strata.layers.memories import MemoryCreate, MemoryPatch
+from strata.layers.proactive import FollowUpFeedback, FollowUpRequest
 from strata.layers.sessions import TurnAck, TurnIn
 from strata.layers.shard_longterm import MemoryAnswer
 from strata.layers.transfer import read_scope
@@ -50,6 +51,7 @@ from strata.models import (
     RecallRequest,
     RecallResponse,
     Scope,
+    check_name,
     utcnow,
 )
 from strata.portability import (
@@ -496,6 +498,30 @@ class IngressService(InspectorRoutes):
         result: dict[str, Any] = await _resolve(self._shards.for_scope(scope).create_memory
                                                 .remote(scope, correction_create(found[0],
                                                                                  body.text)))
+        return result
+
+    @api.post("/v1/users/{user_id}/follow-ups")
+    async def follow_ups(self, user_id: str, body: FollowUpRequest,
+                         request: Request) -> dict[str, Any]:
+        """Proactive recall: at most ``limit`` of the user's open threads to bring up now
+        (``strata.layers.proactive``), rationed per topic and per session."""
+        scope = scope_for(self._principal(request), user_id)
+        chosen = await _resolve(self._shards.for_scope(scope).follow_ups.remote(
+            scope, body.session_id, body.limit))
+        return {"follow_ups": [f.model_dump(mode="json") for f in chosen]}
+
+    @api.post("/v1/users/{user_id}/follow-ups/{topic}/feedback")
+    async def follow_up_feedback(self, user_id: str, topic: str, body: FollowUpFeedback,
+                                 request: Request) -> dict[str, Any]:
+        """The agent's report on a proposed follow-up: ``used`` or ``dismissed``."""
+        scope = scope_for(self._principal(request), user_id)
+        try:
+            check_name("topic", topic)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        result: dict[str, Any] = await _resolve(self._shards.for_scope(scope)
+                                                .follow_up_feedback.remote(scope, topic,
+                                                                           body.outcome))
         return result
 
     @api.get("/v1/users/{user_id}/memories")

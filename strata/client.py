@@ -283,6 +283,17 @@ class _Api:
     def forget_user(self, user_id: str) -> Any:
         return self._call("DELETE", _users(user_id))
 
+    def follow_ups(self, user_id: str, session_id: str | None = None, limit: int = 2) -> Any:
+        """Proactive recall: open threads to bring up now (plans whose time has come, what
+        closed sessions left open), each with its reason; rationed per topic and session."""
+        return self._call("POST", f"{_users(user_id)}/follow-ups",
+                          _clean({"session_id": session_id, "limit": limit}))
+
+    def follow_up_feedback(self, user_id: str, topic: str, outcome: str) -> Any:
+        """Report a proposed follow-up ``used`` (never again) or ``dismissed`` (quiet 30 d)."""
+        path = f"{_users(user_id)}/follow-ups/{_segment('topic', topic)}/feedback"
+        return self._call("POST", path, {"outcome": outcome})
+
     def correct_knowledge(self, user_id: str, chunk_id: str, text: str) -> Any:
         """The user's correction of a knowledge chunk (``chunk_id``: a knowledge item's id
         from a recall): kept as the user's memory, shown under the chunk in that user's

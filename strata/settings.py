@@ -108,6 +108,13 @@ class Settings(BaseSettings):
     hot_persist_every_s: float = Field(default=10.0, gt=0, description=(
         "how often recall reinforcement (access counts) is written to the vector store; "
         "a crash loses at most this much of it, never a memory"))
+    followups_per_session: int = Field(default=2, ge=0, le=10, description=(
+        "proactive recall: most follow-ups proposed in one session"))
+    followup_cooldown_s: float = Field(default=7 * 86400, ge=0, description=(
+        "proactive recall: a topic proposed once is not proposed again for this long "
+        "(dismissed: 30 days; used: never again)"))
+    followup_min_age_s: float = Field(default=12 * 3600, ge=0, description=(
+        "proactive recall: a plan is followed up once it is at least this old"))
     rebalance_every_s: float = Field(default=30.0, ge=0, description=(
         "how often the placement keeper checks that the session shards are spread over "
         "the nodes, moving at most one shard a round (a node that joined waits a round); "

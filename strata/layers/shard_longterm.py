@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -33,9 +34,27 @@ from strata.layers.decay import (
 )
 from strata.layers.forgetting import FilePurge
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.proactive import (
+    FOREVER_S,
+    FollowUp,
+    FollowUpPolicy,
+    choose,
+    from_plans,
+    from_task_states,
+)
 from strata.layers.transfer import import_items
 from strata.layers.working import SessionState
-from strata.models import MemoryItem, MemoryKind, RecallRequest, Role, Scope, Turn, utcnow
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    RecallRequest,
+    RecordFilter,
+    Role,
+    Scope,
+    Turn,
+    utcnow,
+)
 from strata.portability import ImportCounts
 from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
@@ -50,6 +69,7 @@ from strata.recall.service import (
     decide_route,
     select_candidates,
 )
+from strata.settings import Settings
 from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Purging, QueryEmbedding, StatusWriter
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
@@ -88,6 +108,7 @@ class LongTermShardOps:
     """Mixed into ``SessionShardService``; uses its Redis, sessions and lock."""
 
     shard_id: int
+    _settings: Settings
     _redis: RedisStore
     _sessions: OrderedDict[str, _Entry]
     _lock: threading.RLock  # the sessions
@@ -183,6 +204,52 @@ class LongTermShardOps:
                             most_used=service.most_used(scope) if needs_fallback else [],
                             embedding=embedded if "knowledge" in decision.layers else None,
                             corrections=corrections)
+
+    # -- proactive recall (strata.layers.proactive) ------------------------------------------
+    def _followup_policy(self) -> FollowUpPolicy:
+        return FollowUpPolicy(per_session=self._settings.followups_per_session,
+                              cooldown_s=self._settings.followup_cooldown_s,
+                              min_age_s=self._settings.followup_min_age_s)
+
+    def _followup_candidates(self, scope: Scope, now: datetime,
+                             policy: FollowUpPolicy) -> list[FollowUp]:
+        plans = self.longterm.vectors.query(Collection.EPISODES, scope, RecordFilter(
+            statuses=["active"], payload_equals={"metadata.type": "plan"}), 200)
+        states = []
+        for session_key, at in self._redis.archived_of(scope.key):
+            snap = self._redis.snapshot_get(session_key)
+            if snap is not None and snap[0].get("task_state"):
+                states.append((session_key[len(scope.key) + 1:], snap[0]["task_state"],
+                               datetime.fromtimestamp(at, now.tzinfo)))
+        return [*from_plans(plans, now, policy), *from_task_states(states, now, policy)]
+
+    def follow_ups(self, scope: Scope, session_id: str | None, limit: int) -> list[FollowUp]:
+        """At most ``limit`` follow-ups for the user now (fewer once the session had its
+        share); each proposed topic is then quiet for the cooldown."""
+        policy, now = self._followup_policy(), utcnow()
+        session_key = f"{scope.key}:{session_id}" if session_id else None
+        with self._memory_lock:
+            quiet, outcomes, made = self._redis.followup_state(scope.key, session_key)
+            left = policy.per_session - made if session_key else policy.per_session
+            chosen = choose(self._followup_candidates(scope, now, policy), quiet, now, limit,
+                            left, outcomes)
+            self._redis.followup_proposed(scope.key, session_key, [f.topic for f in chosen],
+                                          now.timestamp() + policy.cooldown_s,
+                                          int(self._settings.session_ttl_s * 4))
+        return chosen
+
+    def follow_up_feedback(self, scope: Scope, topic: str, outcome: str) -> dict[str, Any]:
+        """``used``: never proposed again; ``dismissed``: quiet for 30 days. Either way the
+        kind's record shapes the next choice."""
+        policy, now = self._followup_policy(), utcnow()
+        quiet, _, _ = self._redis.followup_state(scope.key, None)
+        if topic not in quiet:
+            raise NotFound(f"follow-up {topic!r} was never proposed to this user")
+        kind = "open_task" if topic.startswith("task:") else "plan"
+        until = now.timestamp() + (FOREVER_S if outcome == "used" else policy.dismissed_s)
+        self._redis.followup_outcome(scope.key, topic, kind, outcome, until)
+        return {"topic": topic, "outcome": outcome,
+                "quiet_until": datetime.fromtimestamp(until, now.tzinfo).isoformat()}
 
     def _embed_query(self, text: str) -> QueryEmbedding:
         started = time.perf_counter()

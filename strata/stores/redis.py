@@ -170,13 +170,58 @@ class RedisStore:
     def delete_user_sessions(self, scope_key: str) -> int:
         """Delete every WAL and snapshot of a user's sessions (live or archived)."""
         keys = (self.keys(f"wal:{scope_key}:*") + self.keys(f"wm:{scope_key}:*")
-                + self.keys(f"turns:{scope_key}:*"))
+                + self.keys(f"turns:{scope_key}:*") + self.keys(f"fu:{scope_key}:*"))
         with _redis_errors("delete sessions"):
             archived = [m for m, _ in self._r.zscan_iter(self._k("archived"),
                                                          match=f"{scope_key}:*")]
             if archived:
                 self._r.zrem(self._k("archived"), *archived)
             return int(self._r.delete(*keys)) if keys else 0
+
+    # -- follow-ups (strata.layers.proactive) --------------------------------------------
+    def archived_of(self, scope_key: str) -> list[tuple[str, float]]:
+        """A user's archived (closed) sessions: (session key, archived at)."""
+        with _redis_errors("archived sessions"):
+            return [(m.decode() if isinstance(m, bytes) else str(m), float(at))
+                    for m, at in self._r.zscan_iter(
+                self._k("archived"), match=f"{scope_key}:*")]
+
+    def followup_state(self, scope_key: str, session_key: str | None
+                       ) -> tuple[dict[str, float], dict[str, tuple[int, int]], int]:
+        """Topics' quiet-until times, (used, dismissed) per kind, and the proposals made in
+        the session so far."""
+        with _redis_errors("follow-up state"):
+            pipe = self._r.pipeline()
+            pipe.hgetall(self._k(f"fu:{scope_key}:quiet"))
+            pipe.hgetall(self._k(f"fu:{scope_key}:outcomes"))
+            pipe.get(self._k(f"fu:{session_key}:count") if session_key else self._k("_none"))
+            quiet, outcomes, count = pipe.execute()
+        kinds: dict[str, list[int]] = {}
+        for field, n in _decode(outcomes).items():
+            kind, _, outcome = field.rpartition(":")
+            kinds.setdefault(kind, [0, 0])[0 if outcome == "used" else 1] += int(n)
+        return ({k: float(v) for k, v in _decode(quiet).items()},
+                {k: (v[0], v[1]) for k, v in kinds.items()}, int(count or 0))
+
+    def followup_proposed(self, scope_key: str, session_key: str | None, topics: list[str],
+                          quiet_until: float, session_ttl_s: int) -> None:
+        with _redis_errors("follow-up proposed"):
+            pipe = self._r.pipeline()
+            if topics:
+                pipe.hset(self._k(f"fu:{scope_key}:quiet"),
+                          mapping=dict.fromkeys(topics, quiet_until))
+            if session_key and topics:
+                pipe.incrby(self._k(f"fu:{session_key}:count"), len(topics))
+                pipe.expire(self._k(f"fu:{session_key}:count"), session_ttl_s)
+            pipe.execute()
+
+    def followup_outcome(self, scope_key: str, topic: str, kind: str, outcome: str,
+                         quiet_until: float) -> None:
+        with _redis_errors("follow-up outcome"):
+            pipe = self._r.pipeline()
+            pipe.hset(self._k(f"fu:{scope_key}:quiet"), topic, quiet_until)
+            pipe.hincrby(self._k(f"fu:{scope_key}:outcomes"), f"{kind}:{outcome}", 1)
+            pipe.execute()
 
     # -- snapshots -----------------------------------------------------------------------
     def snapshot_put(self, session_key: str, data: Mapping[str, Any], wal_id: str) -> None:

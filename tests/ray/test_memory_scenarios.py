@@ -46,7 +46,9 @@ def milvus_texts() -> str:
 def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with live_app(tmp_path_factory.mktemp("scenarios"), embedder="minilm",
                   api_keys={**KEYS, **PROFILE_KEYS},
-                  tenant_recipes={"initech": "qa"}) as (url, settings):
+                  tenant_recipes={"initech": "qa"},
+                  # proactive recall: plans due at once, a topic may come back at once
+                  followup_min_age_s=0, followup_cooldown_s=0) as (url, settings):
         client = Api(url, RedisStore(settings.redis_url, settings.redis_prefix))
         yield client
         client.redis.close()
@@ -266,3 +268,31 @@ def test_a_scenario_profile_takes_the_users_past_out_of_recall(api: Api) -> None
         assert debug["recipe"] == "qa" and "profile qa" in debug["route_reason"]
     layers, debug = layers_of(qa_key, recipe="hybrid")  # the request's choice wins
     assert "facts" in layers and debug["recipe"] == "hybrid"
+
+
+def test_a_plan_is_followed_up_next_session_and_not_again_once_dismissed(api: Api) -> None:
+    """Seed 000: bring up what the user mentioned before ("how did the race go?") without
+    being asked, and stop once the agent says the user did not want it."""
+    api.say("olga", "week1", "I'm planning to run the Lisbon half marathon next month.")
+    api.say("olga", "week1", "Good luck with the training!", role="assistant")
+    api.close("olga", "week1")
+    api.wait_for(lambda: any("marathon" in m["text"] for m in api.memories("olga")), 120)
+
+    def propose(session: str) -> list[dict[str, Any]]:
+        resp = api.http.post("/v1/users/olga/follow-ups", headers=ACME,
+                             json={"session_id": session, "limit": 2})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["follow_ups"]  # type: ignore[no-any-return]
+
+    first = propose("week2")
+    race = next(f for f in first if "marathon" in f["text"])
+    assert race["kind"] == "plan" and "plan" in race["reason"]
+    assert race["provenance"]["session_id"] == "week1"
+    assert [f["topic"] for f in propose("week3")] == [race["topic"]]  # not answered: again
+    done = api.http.post(f"/v1/users/olga/follow-ups/{race['topic']}/feedback", headers=ACME,
+                         json={"outcome": "dismissed"})
+    assert done.status_code == 200, done.text
+    assert propose("week4") == []  # dismissed: quiet
+    bad = api.http.post("/v1/users/olga/follow-ups/nothing-like-it/feedback", headers=ACME,
+                        json={"outcome": "used"})
+    assert bad.status_code == 404 and bad.json()["error"] == "not_found"
