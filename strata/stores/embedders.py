@@ -25,6 +25,7 @@ __all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "PreparedEmbedder
            "WriteEmbedder", "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
+PAD_TO = 16  # token lengths are padded to a multiple of this (see _forward)
 
 
 def _normalize(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -164,8 +165,14 @@ class MiniLMEmbedder:
         import torch
 
         with torch.inference_mode():
+            # lengths padded to a multiple of 16 tokens: every new input shape grows the
+            # native kernel caches of a long-lived process (a shard: +125 MB over ~2,000
+            # varied encodes, still growing at the end of a 10-minute soak); sixteen-token
+            # steps cap that at ~20 MB, reached within a few hundred encodes
+            # (docs/benchmarks.md, "Soak"). Padding is masked: vectors do not change.
             enc = self._tokenizer(texts, padding=True, truncation="longest_first",
-                                  max_length=self._max_length, return_tensors="pt")
+                                  max_length=self._max_length, return_tensors="pt",
+                                  pad_to_multiple_of=PAD_TO)
             hidden = self._bert(**enc).last_hidden_state
             mask = enc["attention_mask"]
             weights = mask.unsqueeze(-1).to(hidden.dtype)
