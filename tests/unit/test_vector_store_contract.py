@@ -298,7 +298,11 @@ def test_milvus_a_delete_racing_a_flush_holds(tmp_path: Path,
     import threading
     import time
 
-    from milvus_lite.engine.collection import Collection as Engine  # type: ignore[import-untyped]
+    engine = pytest.importorskip("milvus_lite.engine.collection",
+                                 reason="milvus-lite without the 3.x engine module")
+    Engine = engine.Collection
+    if not hasattr(Engine, "_read_snapshot"):
+        pytest.skip("this milvus-lite has no Collection._read_snapshot to slow down")
 
     store = MilvusVectorStore(str(tmp_path / "m.db"), prefix="c_",
                               flush_policy=FlushPolicy(max_unflushed_rows=10_000))
