@@ -51,7 +51,9 @@ from strata.models import (
     RecallRequest,
     RecallResponse,
     Scope,
+    check_agent,
     check_name,
+    context_name,
     utcnow,
 )
 from strata.portability import (
@@ -174,6 +176,14 @@ def _read_user(vectors: Any, tenant: str, user: str) -> list[MemoryItem]:
     return list(read_scope(vectors, Scope(tenant=tenant, user=user)))
 
 
+def _agent_param(agent: str | None) -> str | None:
+    """An ``agent`` query parameter, checked."""
+    try:
+        return check_agent(agent)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def _shard_unavailable(exc: Exception) -> BackendUnavailable:
     ShardDirectory.note_dead()  # moved to another node: look the pool up before the next call
     return BackendUnavailable(f"a session shard is restarting; retry ({exc})")
@@ -287,10 +297,11 @@ class IngressService(InspectorRoutes):
     @api.post("/v1/sessions/{session_id}/turns")
     async def append_turn(self, session_id: str, body: TurnRequest,
                           request: Request) -> dict[str, Any]:
-        scope = scope_for(self._principal(request), body.user_id)
+        principal = self._principal(request)
+        scope = scope_for(principal, body.user_id)
         ack = await _resolve(self._shards.for_scope(scope).append_turn.remote(
             scope, session_id, body.role, body.content, body.created_at, body.metadata,
-            body.turn_id))
+            body.turn_id, body.context, principal.agent_for(body.agent)))
         result: dict[str, Any] = ack.model_dump(mode="json")
         return result
 
@@ -298,9 +309,12 @@ class IngressService(InspectorRoutes):
     async def append_turns(self, session_id: str, body: TurnBatchRequest,
                            request: Request) -> TurnBatchResponse:
         """Many turns of one session in order, acknowledged once all are durable."""
-        scope = scope_for(self._principal(request), body.user_id)
+        principal = self._principal(request)
+        scope = scope_for(principal, body.user_id)
+        turns = [t.model_copy(update={"agent": principal.agent_for(t.agent)})
+                 for t in body.turns]
         acks = await _resolve(self._shards.for_scope(scope).append_turns.remote(
-            scope, session_id, body.turns))
+            scope, session_id, turns))
         return TurnBatchResponse(session_id=session_id, acks=acks)
 
     @api.post("/v1/sessions/{session_id}/close")
@@ -312,10 +326,14 @@ class IngressService(InspectorRoutes):
         return result
 
     @api.get("/v1/sessions/{session_id}/working-memory")
-    async def working_memory(self, session_id: str, user_id: str,
-                             request: Request) -> dict[str, Any]:
-        scope = scope_for(self._principal(request), user_id)
-        view = await _resolve(self._shards.for_scope(scope).view.remote(scope, session_id))
+    async def working_memory(self, session_id: str, user_id: str, request: Request,
+                             agent: str | None = None) -> dict[str, Any]:
+        """The session's working memory; a session of an agent is that agent's (or an
+        admin's) to read."""
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
+        view = await _resolve(self._shards.for_scope(scope).view.remote(
+            scope, session_id, principal.viewer(_agent_param(agent))))
         result: dict[str, Any] = view.model_dump(mode="json")
         return result
 
@@ -333,6 +351,8 @@ class IngressService(InspectorRoutes):
     async def recall(self, body: RecallRequest, request: Request) -> Response:
         principal = self._principal(request)
         scope = scope_for(principal, body.user_id)
+        if principal.agent_for(body.agent) != body.agent:  # recall sees what the agent may
+            body = body.model_copy(update={"agent": principal.agent})
         if body.recipe is not None and body.recipe not in RECIPES:
             raise InvalidInput(f"unknown recipe {body.recipe!r}; one of {sorted(RECIPES)}")
         # the request's recipe, else its key's, else its tenant's (scenario profiles)
@@ -396,7 +416,7 @@ class IngressService(InspectorRoutes):
         working = None
         if body.session_id:
             try:
-                working = await _resolve(shard.view.remote(scope, body.session_id))
+                working = await _resolve(shard.view.remote(scope, body.session_id, body.agent))
             except NotFound:
                 working = None
         try:
@@ -461,16 +481,19 @@ class IngressService(InspectorRoutes):
     def _memory_scope(self, request: Request, user_id: str) -> Scope:
         return scope_for(self._principal(request), user_id)
 
-    async def _changeable(self, request: Request, user_id: str, memory_id: str) -> Scope:
-        """The scope of a change to a memory the key may change: an agent key may not touch
-        what only an admin writes (procedures, source admin), in any version of a fact."""
+    async def _changeable(self, request: Request, user_id: str, memory_id: str,
+                          agent: str | None) -> tuple[Scope, str | None]:
+        """The scope of a change to a memory the key may change, and whose view it acts in:
+        an agent key may not touch what only an admin writes (procedures, source admin), in
+        any version of a fact, nor what its agent does not see."""
         principal = self._principal(request)
         scope = scope_for(principal, user_id)
-        if principal.role != "admin":
+        viewer = principal.viewer(agent)
+        if principal.role != "admin" or viewer is not None:
             for item in await _resolve(self._shards.for_scope(scope).memory_history.remote(
-                    scope, memory_id)):
+                    scope, memory_id, viewer)):
                 principal.require_may_write(item.kind, item.source)
-        return scope
+        return scope, viewer
 
     @api.post("/v1/users/{user_id}/memories")
     async def create_memory(self, user_id: str, body: MemoryCreate,
@@ -478,6 +501,7 @@ class IngressService(InspectorRoutes):
         principal = self._principal(request)
         principal.require_may_write(body.kind, body.source)
         scope = scope_for(principal, user_id)
+        body = body.model_copy(update={"agent": principal.agent_for(body.agent)})
         result: dict[str, Any] = await _resolve(
             self._shards.for_scope(scope).create_memory.remote(scope, body))
         return result
@@ -505,9 +529,10 @@ class IngressService(InspectorRoutes):
                          request: Request) -> dict[str, Any]:
         """Proactive recall: at most ``limit`` of the user's open threads to bring up now
         (``strata.layers.proactive``), rationed per topic and per session."""
-        scope = scope_for(self._principal(request), user_id)
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
         chosen = await _resolve(self._shards.for_scope(scope).follow_ups.remote(
-            scope, body.session_id, body.limit))
+            scope, body.session_id, body.limit, principal.viewer()))
         return {"follow_ups": [f.model_dump(mode="json") for f in chosen]}
 
     @api.post("/v1/users/{user_id}/follow-ups/{topic}/feedback")
@@ -527,39 +552,50 @@ class IngressService(InspectorRoutes):
     @api.get("/v1/users/{user_id}/memories")
     async def list_memories(self, user_id: str, request: Request, kind: MemoryKind | None = None,
                             status: str | None = None, q: str | None = None,
-                            limit: int = 100) -> dict[str, Any]:
+                            limit: int = 100, agent: str | None = None,
+                            context: str | None = None) -> dict[str, Any]:
+        """The user's memories that the calling agent may see (an admin key naming no agent:
+        all of them), newest first; ``context``: only that project's / business line's."""
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         if status is not None and status not in {s.value for s in MemoryStatus}:
             raise InvalidInput(f"unknown status {status!r}; one of "
                                f"{sorted(s.value for s in MemoryStatus)}")
-        scope = self._memory_scope(request, user_id)
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
+        try:
+            context = context_name(context)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         items = await _resolve(self._shards.for_scope(scope).list_memories.remote(
-            scope, kind, status, q, limit))
+            scope, kind, status, q, limit, principal.viewer(_agent_param(agent)), context))
         return {"memories": [i.model_dump(mode="json") for i in items]}
 
     @api.get("/v1/users/{user_id}/memories/{memory_id}/history")
-    async def memory_history(self, user_id: str, memory_id: str,
-                             request: Request) -> dict[str, Any]:
-        scope = self._memory_scope(request, user_id)
+    async def memory_history(self, user_id: str, memory_id: str, request: Request,
+                             agent: str | None = None) -> dict[str, Any]:
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
         items = await _resolve(self._shards.for_scope(scope).memory_history.remote(
-            scope, memory_id))
+            scope, memory_id, principal.viewer(_agent_param(agent))))
         return {"versions": [i.model_dump(mode="json") for i in items]}
 
     @api.patch("/v1/users/{user_id}/memories/{memory_id}")
     async def update_memory(self, user_id: str, memory_id: str, body: MemoryPatch,
-                            request: Request) -> dict[str, Any]:
-        scope = await self._changeable(request, user_id, memory_id)
+                            request: Request, agent: str | None = None) -> dict[str, Any]:
+        """Edit a memory the calling agent sees; its context, and — for its own agent or an
+        admin — its visibility."""
+        scope, viewer = await self._changeable(request, user_id, memory_id, _agent_param(agent))
         item = await _resolve(self._shards.for_scope(scope).update_memory.remote(
-            scope, memory_id, body))
+            scope, memory_id, body, viewer))
         return {"memory": item.model_dump(mode="json")}
 
     @api.delete("/v1/users/{user_id}/memories/{memory_id}")
-    async def delete_memory(self, user_id: str, memory_id: str,
-                            request: Request) -> dict[str, Any]:
-        scope = await self._changeable(request, user_id, memory_id)
+    async def delete_memory(self, user_id: str, memory_id: str, request: Request,
+                            agent: str | None = None) -> dict[str, Any]:
+        scope, viewer = await self._changeable(request, user_id, memory_id, _agent_param(agent))
         result: dict[str, Any] = await _resolve(
-            self._shards.for_scope(scope).delete_memory.remote(scope, memory_id))
+            self._shards.for_scope(scope).delete_memory.remote(scope, memory_id, viewer))
         return {"deleted": memory_id, **result}
 
     @api.delete("/v1/users/{user_id}")

@@ -116,10 +116,10 @@ class InspectorRoutes:
         raise NotImplementedError
 
     @router.get("/v1/whoami")
-    async def whoami(self, request: Request) -> dict[str, str]:
-        """The tenant and role of the presented key (the inspector's login check)."""
+    async def whoami(self, request: Request) -> dict[str, str | None]:
+        """The tenant, role and agent of the presented key (the inspector's login check)."""
         principal = self._principal(request)
-        return {"tenant": principal.tenant, "role": principal.role}
+        return {"tenant": principal.tenant, "role": principal.role, "agent": principal.agent}
 
     @router.get("/v1/users")
     async def list_users(self, request: Request, q: str | None = None,

@@ -22,6 +22,25 @@ class Principal(BaseModel):
     tenant: str
     role: Literal["admin", "agent"]
     recipe: str | None = None
+    agent: str | None = None  # the agent a key is bound to
+
+    def agent_for(self, requested: str | None) -> str | None:
+        """The agent a request acts as: the key's, if it is bound to one (a request may not
+        name another), else the one the request names (or none)."""
+        if self.agent is None:
+            return requested
+        if requested is not None and requested != self.agent:
+            raise Forbidden(f"this key is bound to agent {self.agent!r}; it cannot act as "
+                            f"{requested!r}")
+        return self.agent
+
+    def viewer(self, requested: str | None = None) -> str | None:
+        """Whose view of memories a read gets: the agent's (``agent_for``); with no agent,
+        an admin sees everything (None) and any other key what is shared ("")."""
+        agent = self.agent_for(requested)
+        if agent is not None:
+            return agent
+        return None if self.role == "admin" else ""
 
     def require_admin(self) -> None:
         if self.role != "admin":
@@ -47,7 +66,8 @@ def authenticate(authorization: str | None, keys: dict[str, ApiKey]) -> Principa
     table = keys or {DEV_KEY: ApiKey(tenant="default", role="admin")}
     for key, entry in table.items():
         if hmac.compare_digest(key.encode(), presented.encode()):
-            return Principal(tenant=entry.tenant, role=entry.role, recipe=entry.recipe)
+            return Principal(tenant=entry.tenant, role=entry.role, recipe=entry.recipe,
+                             agent=entry.agent)
     raise Unauthorized("unknown API key")
 
 

@@ -217,15 +217,19 @@ class _Api:
     # sessions
     def add_turn(self, session_id: str, user_id: str, role: str, content: str,
                  created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
-                 turn_id: str | None = None, *, auto_turn_id: bool = True) -> Any:
+                 turn_id: str | None = None, *, auto_turn_id: bool = True,
+                 context: str | None = None, agent: str | None = None) -> Any:
         """Append a turn; without ``turn_id`` the SDK makes one, so a retry is not a
         second turn (``auto_turn_id=False``: the server numbers it ``<session>:<n>``).
-        Answers the ack: ``turn_id``, ``turn_count``, ``pinned``, intents."""
+        ``context``: the project / business line from this turn on (a new one sets the
+        session's working memory aside); ``agent``: for a key not bound to one.
+        Answers the ack: ``turn_id``, ``turn_count``, ``pinned``, intents, ``context``."""
         if turn_id is None and auto_turn_id:
             turn_id = new_turn_id()
         return self._call("POST", f"{_session(session_id)}/turns", _clean({
             "user_id": user_id, "role": role, "content": content, "created_at": created_at,
-            "metadata": metadata, "turn_id": turn_id}), repeatable=turn_id is not None)
+            "metadata": metadata, "turn_id": turn_id, "context": context, "agent": agent}),
+            repeatable=turn_id is not None)
 
     def add_turns(self, session_id: str, user_id: str, turns: list[dict[str, Any]], *,
                   auto_turn_id: bool = True) -> Any:
@@ -243,9 +247,9 @@ class _Api:
         return self._call("POST", f"{_session(session_id)}/close", {"user_id": user_id},
                           repeatable=True)
 
-    def working_memory(self, session_id: str, user_id: str) -> Any:
+    def working_memory(self, session_id: str, user_id: str, agent: str | None = None) -> Any:
         return self._call("GET", f"{_session(session_id)}/working-memory",
-                          params={"user_id": user_id})
+                          params=_clean({"user_id": user_id, "agent": agent}))
 
     def patch_task_state(self, session_id: str, user_id: str, patch: dict[str, Any]) -> Any:
         """RFC 7396 merge patch of the session's task state (repeating it is harmless)."""
@@ -255,26 +259,33 @@ class _Api:
     # recall
     def recall(self, user_id: str, query: str, **options: Any) -> Any:
         """The labelled context for ``query``; options: ``session_id``, ``budget_tokens``,
-        ``layers``, ``top_k``, ``debug``, ``include_cold``, ``recipe``."""
+        ``layers``, ``top_k``, ``debug``, ``include_cold``, ``recipe``, ``context`` (the
+        current project / business line), ``context_only``, ``agent``."""
         return self._call("POST", "/v1/recall", _clean({"user_id": user_id, "query": query,
                                                         **options}), repeatable=True)
 
     # memories
     def remember(self, user_id: str, kind: str = "fact", **fields: Any) -> Any:
         """Create a memory: a fact (``key`` and ``value``), an episode (``text``) or, with
-        an admin key, a procedure."""
+        an admin key, a procedure; optional ``context``, ``visibility`` (shared, private,
+        agents) and ``shared_with``."""
         return self._call("POST", f"{_users(user_id)}/memories",
                           _clean({"kind": kind, **fields}))
 
     def memories(self, user_id: str, kind: str | None = None, status: str | None = None,
-                 q: str | None = None, limit: int = 100) -> Any:
+                 q: str | None = None, limit: int = 100, context: str | None = None,
+                 agent: str | None = None) -> Any:
+        """The memories the calling agent may see (``context``: one project's only)."""
         return self._call("GET", f"{_users(user_id)}/memories", params=_clean(
-            {"kind": kind, "status": status, "q": q, "limit": limit}))
+            {"kind": kind, "status": status, "q": q, "limit": limit, "context": context,
+             "agent": agent}))
 
     def history(self, user_id: str, memory_id: str) -> Any:
         return self._call("GET", f"{_memory(user_id, memory_id)}/history")
 
     def update_memory(self, user_id: str, memory_id: str, **patch: Any) -> Any:
+        """Edit: ``text``, ``value``, ``confidence``, ``status``, ``scope_tags``,
+        ``metadata``, ``context`` ("" for none), ``visibility``, ``shared_with``."""
         return self._call("PATCH", _memory(user_id, memory_id), _clean(patch))
 
     def forget(self, user_id: str, memory_id: str) -> Any:

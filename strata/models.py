@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "SHARED_USER",
+    "AgentName",
     "Collection",
+    "ContextName",
     "KnowledgeChunk",
     "MemoryItem",
     "MemoryKind",
@@ -27,12 +29,17 @@ __all__ = [
     "Source",
     "StoredRecord",
     "Turn",
+    "Visibility",
+    "check_agent",
     "check_id",
     "check_name",
+    "context_name",
+    "is_visible",
     "utcnow",
 ]
 
 SHARED_USER = "_shared"
+Visibility = Literal["shared", "private", "agents"]
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")  # whole string: fullmatch
 # control characters break filter expressions and logs; lone surrogates cannot be encoded
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -153,6 +160,8 @@ class Turn(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     metadata: dict[str, Any] = Field(default_factory=dict)
     pinned: bool = False
+    agent: str | None = None    # the agent the turn was said to (or by)
+    context: str | None = None  # the project / business line the turn belongs to
 
 
 class MemoryItem(BaseModel):
@@ -177,6 +186,12 @@ class MemoryItem(BaseModel):
     access_count: int = 0
     weight: float = 1.0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # the project / business line it belongs to (None: the user in general)
+    context: str | None = None
+    # the agent that learned it, and who else sees it (``is_visible``)
+    agent: str | None = None
+    visibility: Visibility = "shared"
+    shared_with: list[str] = Field(default_factory=list)
 
 
 class KnowledgeChunk(BaseModel):
@@ -226,6 +241,8 @@ class RecordFilter(BaseModel):
     # keys are payload paths: "key", or "metadata.type" for a nested field
     payload_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
     payload_not_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    # only what this agent may see (``is_visible``); None: no visibility filter
+    visible_to: str | None = None
 
     @field_validator("payload_equals", "payload_not_equals")
     @classmethod
@@ -237,6 +254,45 @@ class RecordFilter(BaseModel):
                                 key):
                 raise ValueError(f"payload key {key!r} is not a plain identifier or a.b path")
         return value
+
+
+def check_agent(value: str | None) -> str | None:
+    """An agent's name: an identifier (letters, digits, ``._@+-``)."""
+    return None if value is None else check_id("agent", value)
+
+
+def context_name(value: str | None) -> str | None:
+    """A project or business-line context as stored and compared: case-folded, runs of space
+    as one ``-`` ("Project X" and "project-x" are one context); any language, ≤ 80 chars."""
+    if value is None:
+        return None
+    check_name("context", value, max_length=80)
+    name = "-".join(value.casefold().split())
+    if not name:
+        raise ValueError("context is blank")
+    return name
+
+
+def _context(value: str) -> str:
+    return str(context_name(value))
+
+
+# fields of requests: an agent's name, a context (stored as ``context_name`` gives it)
+AgentName = Annotated[str, AfterValidator(lambda value: check_id("agent", value))]
+ContextName = Annotated[str, AfterValidator(_context)]
+
+
+def is_visible(payload: dict[str, Any], viewer: str) -> bool:
+    """Whether an agent sees a memory (``viewer`` "" is a caller that names no agent: it sees
+    what is shared). A memory is ``shared`` with all of the tenant's agents unless it says
+    ``private`` (its agent only) or ``agents`` (its agent and those in ``shared_with``); a
+    memory written before visibility existed is shared."""
+    visibility = payload.get("visibility") or "shared"
+    if visibility not in ("private", "agents"):
+        return True
+    if viewer and payload.get("agent") == viewer:
+        return True
+    return visibility == "agents" and bool(viewer) and viewer in (payload.get("shared_with") or [])
 
 
 class SearchHit(BaseModel):
@@ -261,6 +317,13 @@ class RecallRequest(BaseModel):
     debug: bool = False
     include_cold: bool = False
     recipe: str | None = Field(default=None, description="a named recall recipe")
+    context: ContextName | None = Field(default=None, description=(
+        "the current project / business line: its memories rank first, another context's "
+        "never above them"))
+    context_only: bool = Field(default=False, description=(
+        "leave out memories of other contexts (those of no context stay)"))
+    agent: AgentName | None = Field(default=None, description=(
+        "the calling agent (a key bound to an agent sets it): recall sees what it may see"))
 
 
 class RecallItem(BaseModel):
@@ -274,6 +337,7 @@ class RecallItem(BaseModel):
     confidence: float | None = None
     source: str | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    context: str | None = None
 
 
 class RecallResponse(BaseModel):

@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from strata.models import check_agent
+
 __all__ = ["ApiKey", "Settings"]
 
 
@@ -26,6 +28,14 @@ class ApiKey(BaseSettings):
     recipe: str | None = Field(default=None, description=(
         "the recall recipe (scenario profile) of this key's recalls when a request names "
         "none, e.g. qa, advisor, support"))
+    agent: str | None = Field(default=None, description=(
+        "the agent this key speaks for: its turns and memories are that agent's, and it sees "
+        "only what that agent may see (shared memories, its own, those shared with it)"))
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str | None) -> str | None:
+        return check_agent(value)
 
 
 class Settings(BaseSettings):

@@ -78,7 +78,7 @@ async function login(key) {
   try {
     const who = await api("GET", "/v1/whoami");
     $("who-tenant").textContent = who.tenant;
-    $("who-role").textContent = who.role;
+    $("who-role").textContent = who.agent ? `${who.role} ${who.agent}` : who.role;
     $("login-view").hidden = true;
     $("app").hidden = false;
     $("whoami").hidden = false;
@@ -154,7 +154,7 @@ async function loadMemories() {
   }
   const params = new URLSearchParams({ limit: "1000" });
   for (const [name, id] of [["kind", "filter-kind"], ["status", "filter-status"],
-    ["q", "filter-q"]]) {
+    ["q", "filter-q"], ["context", "filter-context"], ["agent", "filter-agent"]]) {
     if ($(id).value) params.set(name, $(id).value);
   }
   const { memories } = await api("GET", userPath(`/memories?${params}`));
@@ -168,8 +168,8 @@ async function loadMemories() {
       continue;
     }
     sections.push(table(
-      ["memory", "status", "confidence", "source", "last access", "accesses", "updated",
-        "provenance", ""],
+      ["memory", "status", "confidence", "source", "context", "visibility", "last access",
+        "accesses", "updated", "provenance", ""],
       mine.map(memoryRow)));
   }
   box.replaceChildren(...sections);
@@ -187,6 +187,8 @@ function memoryRow(m) {
     el("td", {}, badge(m.status)),
     el("td", { class: "num", text: fmtNum(m.confidence) }),
     el("td", { text: m.source }),
+    el("td", { class: "context", text: m.context || "—" }),
+    el("td", { class: "visibility" }, visibilityOf(m)),
     el("td", { text: fmtTime(m.last_access_at) }),
     el("td", { class: "num", text: String(m.access_count) }),
     el("td", { text: fmtTime(m.updated_at) }),
@@ -220,6 +222,15 @@ async function openHistory(m) {
   say(`${versions.length} version(s)`);
 }
 
+function visibilityOf(m) {
+  const who = m.visibility === "private" ? "private"
+    : m.visibility === "agents" ? `agents: ${[m.agent, ...(m.shared_with || [])].join(", ")}`
+      : "shared";
+  return el("span", { class: `vis vis-${m.visibility || "shared"}`,
+    title: m.agent ? `learned by ${m.agent}` : "learned by no agent",
+    text: m.agent && m.visibility !== "agents" ? `${who} · ${m.agent}` : who });
+}
+
 function openEdit(m) {
   state.editing = m;
   $("edit-note").textContent = `${m.kind} ${m.id}`;
@@ -228,6 +239,9 @@ function openEdit(m) {
   $("edit-value").value = m.value ?? "";
   $("edit-confidence").value = fmtNum(m.confidence);  // stored as float32: 0.8999…
   $("edit-status").value = "";
+  $("edit-context").value = m.context ?? "";
+  $("edit-visibility").value = m.visibility || "shared";
+  $("edit-shared-with").value = (m.shared_with || []).join(", ");
   $("edit-error").textContent = "";
   $("edit-dialog").showModal();
 }
@@ -251,6 +265,14 @@ async function saveEdit(event) {
   const conf = parseFloat($("edit-confidence").value);
   if (!Number.isNaN(conf) && conf.toFixed(2) !== fmtNum(m.confidence)) patch.confidence = conf;
   if ($("edit-status").value) patch.status = $("edit-status").value;
+  const context = $("edit-context").value.trim();
+  if (context !== (m.context ?? "")) patch.context = context;  // "": the user in general
+  if ($("edit-visibility").value !== (m.visibility || "shared")) {
+    patch.visibility = $("edit-visibility").value;
+  }
+  const sharedWith = $("edit-shared-with").value.split(",").map((a) => a.trim())
+    .filter(Boolean);
+  if (sharedWith.join(",") !== (m.shared_with || []).join(",")) patch.shared_with = sharedWith;
   if (!Object.keys(patch).length) { $("edit-dialog").close(); return; }
   try {
     const { memory } = await api("PATCH", userPath(`/memories/${encodeURIComponent(m.id)}`),

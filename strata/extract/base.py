@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from strata.models import MemoryKind, Provenance, Source, Turn
+from strata.models import MemoryKind, Provenance, Role, Source, Turn, Visibility
 
-__all__ = ["Candidate", "Extractor", "Intent"]
+__all__ = ["PERSONAL_KEYS", "Candidate", "Extractor", "Intent", "attribute", "attributed",
+           "attribution"]
+
+# facts about the person, whatever project they were said in: never tied to a context
+PERSONAL_KEYS = ("identity.", "location.", "constraint.")
 
 
 class Intent(str, Enum):
@@ -41,9 +45,58 @@ class Candidate(BaseModel):
     sentiment: float = 0.0
     parts: list[str] = Field(default_factory=list)  # an exchange's member turns, in order
     speaker: str | None = None  # who said it, from the turn's ``metadata.speaker``
+    context: str | None = None  # the project / business line (``attribute``)
+    agent: str | None = None    # the agent that learned it (``attribute``)
+    visibility: Visibility = "shared"
+    shared_with: list[str] = Field(default_factory=list)
 
 
 class Extractor(Protocol):
     """Turns → candidates. Never raises on odd input; returns what it could find."""
 
     def extract(self, turns: Sequence[Turn]) -> list[Candidate]: ...
+
+
+def attribute(candidates: Sequence[Candidate], turns: Sequence[Turn]) -> list[Candidate]:
+    """Each candidate with the agent and the context of the turns it came from
+    (``attributed``); an agent inferred it when its source is ``inferred`` or it holds the
+    agent's own words (an exchange quotes its reply)."""
+    by_id = {t.turn_id: t for t in turns}
+    out = []
+    for cand in candidates:
+        sources = [by_id[t] for t in cand.provenance.turn_ids if t in by_id]
+        agent = next((t.agent for t in sources if t.agent), None)
+        context = next((t.context for t in sources if t.context), None)
+        inferred = any(t.role is not Role.USER for t in sources)  # it holds the agent's words
+        out.append(attributed(cand, agent, context, inferred=inferred))
+    return out
+
+
+def attributed(cand: Candidate, agent: str | None, context: str | None,
+               inferred: bool = False, visibility: Visibility | None = None,
+               shared_with: Sequence[str] = ()) -> Candidate:
+    """The candidate as learned by ``agent`` in ``context``. Unless ``visibility`` says
+    otherwise, what the user states is shared with all of the tenant's agents and what an
+    agent inferred stays private to it. A fact about the person (``PERSONAL_KEYS``) belongs
+    to no context; any other fact stated in a context is that context's (a ``project:`` scope
+    tag, so it conflicts only with the same context's versions: Python in general, Java in
+    project X); a sentence that names its project keeps that one."""
+    if agent is None and context is None and visibility is None:
+        return cand
+    inferred = inferred or cand.source is Source.INFERRED
+    update: dict[str, object] = {
+        "agent": agent, "shared_with": sorted(set(shared_with)),
+        "visibility": visibility or ("private" if agent and inferred else "shared")}
+    personal = cand.kind is MemoryKind.FACT and (cand.key or "").startswith(PERSONAL_KEYS)
+    tagged = any(t.startswith("project:") for t in cand.scope_tags)
+    if context and not personal and not tagged:
+        update["context"] = context
+        if cand.kind is MemoryKind.FACT:
+            update["scope_tags"] = [*cand.scope_tags, f"project:{context}"]
+    return cand.model_copy(update=update)
+
+
+def attribution(candidate: Candidate) -> dict[str, Any]:
+    """The memory fields a candidate's ``attribute`` set (for ``MemoryItem(**…)``)."""
+    return {"context": candidate.context, "agent": candidate.agent,
+            "visibility": candidate.visibility, "shared_with": list(candidate.shared_with)}

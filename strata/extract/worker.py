@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from pydantic import BaseModel, Field
 
-from strata.extract.base import Candidate, Extractor, Intent
+from strata.extract.base import Candidate, Extractor, Intent, attribute
 from strata.extract.exchanges import exchange_candidates
 from strata.extract.filters import WriteFilter
 from strata.layers.episodic import EpisodeStore
@@ -131,7 +131,8 @@ class ExtractionWorker:
         key = f"{scope.key}:{job['session_id']}"
         turns = turns_in_range(self._redis, key, job["wal_from"], job["wal_to"])
         try:
-            candidates = [*self._extractor.extract(turns), *exchange_candidates(turns)]
+            candidates = attribute([*self._extractor.extract(turns),
+                                    *exchange_candidates(turns)], turns)
             summary = self._write(scope, candidates)
         except Exception:  # left pending: another delivery retries it
             logger.exception("extraction job %s failed", message.id)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from strata.extract.base import Candidate
+from strata.extract.base import Candidate, attribution
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.terms import has_cjk, overlap
 from strata.layers.records import from_record, memory_id, to_record
@@ -63,8 +63,7 @@ class EpisodeStore:
             return self._insert(scope, candidate, new_id, vector, when, {
                 "type": EXCHANGE, "count": 1, "merged_ids": [new_id],
                 "members": self.member_ids(scope, candidate)})
-        similar = self._similar(scope, vector, candidate.text,
-                                candidate.episode_type or "event", when, candidate.speaker)
+        similar = self._similar(scope, vector, candidate, when)
         if similar is not None:
             merged = self._merge(similar, candidate, new_id)
             self._vectors.upsert(Collection.EPISODES, scope, [
@@ -83,7 +82,8 @@ class EpisodeStore:
         item = MemoryItem(id=new_id, kind=MemoryKind.EPISODE, text=candidate.text,
                           confidence=candidate.confidence, source=candidate.source,
                           scope_tags=candidate.scope_tags, provenance=candidate.provenance,
-                          created_at=now, updated_at=now, event_time=when, metadata=metadata)
+                          created_at=now, updated_at=now, event_time=when, metadata=metadata,
+                          **attribution(candidate))
         self._vectors.upsert(Collection.EPISODES, scope,
                              [to_record(item, vector, self._embedder.model_id)])
         return EpisodeWrite(action="insert", item=item)
@@ -95,9 +95,12 @@ class EpisodeStore:
                 for tid, text in zip(candidate.provenance.turn_ids, candidate.parts,
                                      strict=False)]
 
-    def _similar(self, scope: Scope, vector: list[float], text: str, kind: str,
-                 when: object, speaker: str | None) -> MemoryItem | None:
-        """A recent active episode of the same type and speaker that says nearly the same."""
+    def _similar(self, scope: Scope, vector: list[float], candidate: Candidate,
+                 when: object) -> MemoryItem | None:
+        """A recent active episode of the same type and speaker that says nearly the same,
+        with the same agent, visibility and context (a merge never widens who sees what)."""
+        text, kind, speaker = candidate.text, candidate.episode_type or "event", candidate.speaker
+        same = attribution(candidate)
         hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, MERGE_SCAN,
                                           RecordFilter(statuses=["active", "cold"]))
         for hit in hits:
@@ -106,6 +109,7 @@ class EpisodeStore:
                      and abs(item.event_time - when) <= MERGE_WINDOW)  # type: ignore[operator]
             if (close and item.metadata.get("type") == kind != EXCHANGE
                     and item.metadata.get("speaker") == speaker
+                    and all(getattr(item, k) == v for k, v in same.items())
                     and self._says_the_same(hit.score, item.text, text)):
                 return item
         return None

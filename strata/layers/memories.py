@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from strata.conflict import ConflictResolver
-from strata.errors import InvalidInput, NotFound
-from strata.extract.base import Candidate, Intent
+from strata.errors import Forbidden, InvalidInput, NotFound
+from strata.extract.base import PERSONAL_KEYS, Candidate, Intent, attributed
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
@@ -23,7 +23,9 @@ from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
 from strata.layers.semantic import FactStore
 from strata.models import (
+    AgentName,
     Collection,
+    ContextName,
     MemoryItem,
     MemoryKind,
     MemoryStatus,
@@ -31,8 +33,11 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    Visibility,
     check_id,
     check_name,
+    context_name,
+    is_visible,
     utcnow,
 )
 from strata.stores.embedders import PreparedEmbedder
@@ -70,6 +75,13 @@ class MemoryCreate(BaseModel):
     scope_tags: list[str] = Field(default_factory=list, max_length=20)
     metadata: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = None
+    context: ContextName | None = Field(default=None, description="the project / business line")
+    agent: AgentName | None = Field(default=None, description=(
+        "the agent that learned it (a key bound to an agent sets it)"))
+    visibility: Visibility | None = Field(default=None, description=(
+        "shared (all of the tenant's agents), private (the agent only) or agents (the agent "
+        "and shared_with); default: shared, private when source is inferred"))
+    shared_with: list[AgentName] = Field(default_factory=list, max_length=50)
 
     @field_validator("key")
     @classmethod
@@ -98,11 +110,20 @@ class MemoryPatch(BaseModel):
     status: Literal["active", "cold", "archived"] | None = None
     scope_tags: list[str] | None = None
     metadata: dict[str, Any] | None = None
+    context: str | None = Field(default=None, description=(
+        "move it to this project / business line; \"\" makes it the user's in general"))
+    visibility: Visibility | None = None
+    shared_with: list[AgentName] | None = Field(default=None, max_length=50)
 
     @field_validator("scope_tags")
     @classmethod
     def _tags(cls, value: list[str] | None) -> list[str] | None:
         return None if value is None else [check_name("scope tag", tag) for tag in value]
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: str | None) -> str | None:
+        return value if value in (None, "") else context_name(value)
 
 
 def _strings(value: Any) -> list[str]:
@@ -134,6 +155,33 @@ def _procedure_spec(metadata: dict[str, Any]) -> ProcedureSpec:
             f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
 
 
+def _kept(item: MemoryItem) -> dict[str, Any]:
+    """A memory's context and sharing, as a new version of it keeps them."""
+    return {"context": item.context, "agent": item.agent, "visibility": item.visibility,
+            "shared_with": list(item.shared_with)}
+
+
+def _sharing(item: MemoryItem, patch: MemoryPatch, viewer: str | None) -> dict[str, Any]:
+    """The context and sharing a patch changes. Only the memory's own agent (or an admin,
+    ``viewer`` None) changes who sees it; a private memory needs an agent."""
+    changes: dict[str, Any] = {}
+    if patch.context is not None:
+        changes["context"] = patch.context or None
+    if patch.visibility is None and patch.shared_with is None:
+        return changes
+    if viewer is not None and item.agent != viewer:
+        raise Forbidden("only the agent that learned a memory (or an admin key) changes who "
+                        "sees it")
+    visibility = patch.visibility or item.visibility
+    if visibility != "shared" and not item.agent:
+        raise InvalidInput(f"a memory of no agent cannot be {visibility}: it has no agent to "
+                           "keep it")
+    changes["visibility"] = visibility
+    if patch.shared_with is not None:
+        changes["shared_with"] = sorted(set(patch.shared_with))
+    return changes
+
+
 class LongTermMemory:
     """Facts, episodes and procedures of users, behind the memories API."""
 
@@ -150,21 +198,25 @@ class LongTermMemory:
         self.writer = LongTermWriter(self.facts, self.episodes, self.filter, prepared, vectors)
 
     # -- reads -----------------------------------------------------------------------------
-    def find(self, scope: Scope, memory_id: str) -> tuple[Collection, MemoryItem]:
+    def find(self, scope: Scope, memory_id: str,
+             viewer: str | None = None) -> tuple[Collection, MemoryItem]:
+        """The memory by id, if ``viewer`` (an agent; "" none; None: any) may see it."""
         try:
             check_id("memory_id", memory_id)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         for collection in COLLECTIONS.values():
             rows = self.vectors.get(collection, scope, [memory_id])
-            if rows:
+            if rows and (viewer is None or is_visible(rows[0].payload, viewer)):
                 return collection, from_record(rows[0])
         raise NotFound(f"no memory {memory_id!r} for this user")
 
     def list_items(self, scope: Scope, kind: MemoryKind | None = None, status: str | None = None,
-             q: str | None = None, limit: int = 100) -> list[MemoryItem]:
+                   q: str | None = None, limit: int = 100, viewer: str | None = None,
+                   context: str | None = None) -> list[MemoryItem]:
         kinds = [kind] if kind else list(COLLECTIONS)
-        flt = RecordFilter(statuses=[status]) if status else None
+        flt = RecordFilter(statuses=[status] if status else None, visible_to=viewer,
+                           payload_equals={"context": context} if context else {})
         items: list[MemoryItem] = []
         for k in kinds:
             collection = COLLECTIONS[k]
@@ -179,10 +231,12 @@ class LongTermMemory:
             items.sort(key=lambda i: i.updated_at, reverse=True)
         return items[:limit]
 
-    def history(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
-        collection, item = self.find(scope, memory_id)
+    def history(self, scope: Scope, memory_id: str,
+                viewer: str | None = None) -> list[MemoryItem]:
+        collection, item = self.find(scope, memory_id, viewer)
         if collection is Collection.FACTS:
-            return self.facts.history(scope, memory_id)
+            return [v for v in self.facts.history(scope, memory_id)
+                    if viewer is None or is_visible(v.model_dump(mode="json"), viewer)]
         return [item]
 
     # -- writes ----------------------------------------------------------------------------
@@ -212,6 +266,11 @@ class LongTermMemory:
                                   confidence=body.confidence, source=body.source,
                                   scope_tags=body.scope_tags, provenance=provenance,
                                   event_time=utcnow(), episode_type=body.metadata.get("type"))
+        if body.visibility in ("private", "agents") and not body.agent:
+            raise InvalidInput(f"a {body.visibility} memory needs its agent (a key bound to an "
+                               "agent, or agent in the body)")
+        candidate = attributed(candidate, body.agent, body.context,
+                               visibility=body.visibility, shared_with=body.shared_with)
         if body.kind is MemoryKind.FACT:
             write = self.facts.apply(scope, candidate)
             return write.item, write.decision.action.value
@@ -229,10 +288,14 @@ class LongTermMemory:
             vector = rows[0].vector
         self.vectors.upsert(collection, scope, [to_record(item, vector, self.embedder.model_id)])
 
-    def update(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
-        """Edit a memory. A fact's new value is a new version (the old is superseded)."""
-        collection, item = self.find(scope, memory_id)
+    def update(self, scope: Scope, memory_id: str, patch: MemoryPatch,
+               viewer: str | None = None) -> MemoryItem:
+        """Edit a memory. A fact's new value is a new version (the old is superseded).
+        Who sees it (visibility, shared_with) only its own agent or an admin (``viewer``
+        None) changes."""
+        collection, item = self.find(scope, memory_id, viewer)
         _refuse_secrets(patch.text, patch.value, patch.scope_tags, patch.metadata)
+        sharing = _sharing(item, patch, viewer)
         if collection is Collection.FACTS and (patch.value or patch.text) and item.key:
             candidate = Candidate(
                 kind=MemoryKind.FACT, key=item.key, value=patch.value or item.value,
@@ -241,7 +304,7 @@ class LongTermMemory:
                 source=Source.USER_STATED, intent=Intent.OVERRIDE,
                 scope_tags=patch.scope_tags if patch.scope_tags is not None else item.scope_tags,
                 provenance=Provenance(session_id=f"edit-{utcnow().timestamp()}"),
-                event_time=utcnow())
+                event_time=utcnow(), **{**_kept(item), **sharing})
             return self.facts.apply(scope, candidate).item
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if patch.text:
@@ -252,6 +315,13 @@ class LongTermMemory:
             changes["status"] = MemoryStatus(patch.status)
         if patch.scope_tags is not None:
             changes["scope_tags"] = sorted(patch.scope_tags)
+        changes.update(sharing)
+        if "context" in sharing and collection is Collection.FACTS:  # its conflict scope too
+            tags = [t for t in changes.get("scope_tags", item.scope_tags)
+                    if not t.startswith("project:")]
+            if sharing["context"] and not (item.key or "").startswith(PERSONAL_KEYS):
+                tags.append(f"project:{sharing['context']}")
+            changes["scope_tags"] = sorted(tags)
         if patch.metadata is not None:
             changes["metadata"] = {**item.metadata, **patch.metadata}
             if collection is Collection.PROCEDURES:
@@ -263,7 +333,8 @@ class LongTermMemory:
             self.vectors.delete(collection, scope, [e.id for e in self._exchanges_of(scope, item)])
         return updated
 
-    def delete(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
+    def delete(self, scope: Scope, memory_id: str,
+               viewer: str | None = None) -> list[MemoryItem]:
         """Delete a memory, every version of it, and what was made from the same words;
         returns everything deleted (the memory and its versions first).
 
@@ -276,7 +347,7 @@ class LongTermMemory:
         deletes the facts read from it. The caller removes the source turns from the
         session's WAL, window and snapshot (live or archived): ``delete_memory``.
         """
-        collection, item = self.find(scope, memory_id)
+        collection, item = self.find(scope, memory_id, viewer)
         versions = self.history(scope, memory_id) if collection is Collection.FACTS else [item]
         doomed = {v.id: v for v in versions}
         for version in versions:
@@ -323,7 +394,7 @@ class LongTermMemory:
     def delete_user(self, scope: Scope) -> int:
         return sum(self.vectors.delete_scope(c, scope) for c in COLLECTIONS.values())
 
-    def forget_matching(self, scope: Scope, target: str) -> list[str]:
+    def forget_matching(self, scope: Scope, target: str, viewer: str | None = None) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
         weight 0 at once. A memory names it when it holds most of the target's content terms,
         or — outside Chinese, where the packaged model's cosines are trustworthy — when it is
@@ -332,7 +403,8 @@ class LongTermMemory:
         forgotten = []
         for collection in (Collection.FACTS, Collection.EPISODES):
             hits = self.vectors.search_hybrid(collection, scope, vector, target, 10,
-                                              RecordFilter(statuses=["active", "cold"]))
+                                              RecordFilter(statuses=["active", "cold"],
+                                                           visible_to=viewer))
             for hit in hits:
                 words = " ".join(filter(None, [hit.record.text, hit.record.payload.get("key"),
                                                hit.record.payload.get("value")]))

@@ -12,7 +12,7 @@ __all__ = ["from_record", "memory_id", "to_record"]
 
 _PAYLOAD_FIELDS = ("kind", "key", "value", "source", "scope_tags", "provenance", "event_time",
                    "valid_to", "superseded_by", "last_access_at", "access_count", "weight",
-                   "metadata")
+                   "metadata", "context", "agent", "visibility", "shared_with")
 
 
 def memory_id(scope: Scope, session_id: str | None, kind: str, content: str) -> str:

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from strata.conflict import Action, ConflictResolver, Decision
 from strata.errors import InvalidInput, NotFound
-from strata.extract.base import Candidate
+from strata.extract.base import Candidate, attribution
 from strata.layers.records import from_record, memory_id, to_record
 from strata.models import (
     Collection,
@@ -94,7 +94,8 @@ class FactStore:
             value=candidate.value, confidence=candidate.confidence, source=candidate.source,
             status=_STATUS_OF[decision.action], scope_tags=sorted(candidate.scope_tags),
             provenance=candidate.provenance, created_at=now, updated_at=now,
-            event_time=candidate.event_time, metadata={"mentions": 1})
+            event_time=candidate.event_time, metadata={"mentions": 1},
+            **attribution(candidate))
         changed = [item]
         for seen_id in decision.confirmed:  # observations this statement confirms: retired
             seen = self.get(scope, seen_id)

@@ -25,13 +25,28 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from strata.errors import Conflict, InvalidInput, NotFound, QueueStoreError
+from strata.errors import Conflict, Forbidden, InvalidInput, NotFound, QueueStoreError
 from strata.extract.pii import redact
 from strata.layers.memories import LongTermMemory
 from strata.layers.shard_longterm import IntentResult, LongTermShardOps
 from strata.layers.summarize import Summarizer
-from strata.layers.working import SessionState, WorkingMemory, WorkingMemoryConfig, is_pinned
-from strata.models import Role, Scope, Turn, check_id, check_name, utcnow
+from strata.layers.working import (
+    ContextAside,
+    SessionState,
+    WorkingMemory,
+    WorkingMemoryConfig,
+    is_pinned,
+)
+from strata.models import (
+    AgentName,
+    ContextName,
+    Role,
+    Scope,
+    Turn,
+    check_id,
+    check_name,
+    utcnow,
+)
 from strata.settings import Settings
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.tokens import count_tokens
@@ -77,6 +92,11 @@ class TurnIn(BaseModel):
     created_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
+    context: ContextName | None = Field(default=None, description=(
+        "the project / business line of this turn and the ones after it; a new one sets "
+        "the session's working memory aside for that context's"))
+    agent: AgentName | None = Field(default=None, description=(
+        "the agent of this session (a key bound to an agent sets it)"))
 
 
 class TurnAck(BaseModel):
@@ -87,6 +107,7 @@ class TurnAck(BaseModel):
     window_size: int
     duplicate: bool = False
     intents: IntentResult = IntentResult()
+    context: str | None = None  # the session's context after this turn
 
 
 class CloseAck(BaseModel):
@@ -107,6 +128,9 @@ class WorkingMemoryView(BaseModel):
     tokens: int
     closed: bool
     last_active_at: datetime
+    context: str | None = None
+    set_aside: list[str] = Field(default_factory=list)  # contexts left ("": none)
+    agent: str | None = None
 
 
 class SweepReport(BaseModel):
@@ -202,11 +226,12 @@ class SessionShardService(LongTermShardOps):
     # -- writes --------------------------------------------------------------------------
     def append_turn(self, scope: Scope, session_id: str, role: str, content: str,
                     created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
-                    turn_id: str | None = None) -> TurnAck:
+                    turn_id: str | None = None, context: str | None = None,
+                    agent: str | None = None) -> TurnAck:
         """Append a turn: WAL first, then the window; returns once Redis has the turn."""
         parsed_role = self._validate_turn(session_id, role, content, turn_id, metadata)
         turn = TurnIn(role=role, content=content, created_at=created_at,
-                      metadata=metadata or {}, turn_id=turn_id)
+                      metadata=metadata or {}, turn_id=turn_id, context=context, agent=agent)
         return self._append(scope, session_id, [(parsed_role, turn)])[0]
 
     def append_turns(self, scope: Scope, session_id: str,
@@ -245,6 +270,8 @@ class SessionShardService(LongTermShardOps):
         with self._lock:
             entry = self._get(scope, session_id, create=True)
             state = entry.memory.state
+            for _, asked in batch:
+                _check_agent(state.agent, asked.agent, session_id)
             key = session_key(scope, session_id)
             fresh = self._new_turns(scope, key, entry.memory, batch)
             new = [t for t in fresh if t is not None]
@@ -283,16 +310,19 @@ class SessionShardService(LongTermShardOps):
         """The batch as turns to write, None where the turn id is already known."""
         known = self._known_turn_ids(key, memory, [t.turn_id for _, t in batch])
         session_id, count = memory.state.session_id, memory.state.turn_count
+        context = memory.state.context  # a turn that names none continues the session's
         fresh: list[Turn | None] = []
         for role, asked in batch:
             if asked.turn_id is not None and asked.turn_id in known:
                 fresh.append(None)
                 continue
             count += 1
+            context = asked.context or context
             turn = Turn(turn_id=asked.turn_id or generated_turn_id(session_id, count),
                         session_id=session_id, user_id=scope.user, role=role,
                         content=asked.content, created_at=asked.created_at or utcnow(),
-                        metadata=asked.metadata, pinned=is_pinned(role, asked.content))
+                        metadata=asked.metadata, pinned=is_pinned(role, asked.content),
+                        agent=asked.agent or memory.state.agent, context=context)
             known.add(turn.turn_id)
             fresh.append(turn)
         return fresh
@@ -344,7 +374,7 @@ class SessionShardService(LongTermShardOps):
         return TurnAck(turn_id=turn_id, session_id=state.session_id,
                        turn_count=state.turn_count, window_size=len(state.window),
                        pinned=any(t.turn_id == turn_id for t in state.pinned),
-                       duplicate=duplicate)
+                       duplicate=duplicate, context=state.context)
 
     def patch_task_state(self, scope: Scope, session_id: str,
                          patch: dict[str, Any]) -> dict[str, Any]:
@@ -405,12 +435,17 @@ class SessionShardService(LongTermShardOps):
         return job
 
     # -- reads ---------------------------------------------------------------------------
-    def view(self, scope: Scope, session_id: str) -> WorkingMemoryView:
+    def view(self, scope: Scope, session_id: str,
+             viewer: str | None = None) -> WorkingMemoryView:
+        """The session's working memory, for its own agent (``viewer``; None: any caller)."""
         _validate_session_id(session_id)
         with self._lock:
             memory = self._get(scope, session_id, create=False).memory
             state = memory.state
+            if viewer is not None:
+                _check_agent(state.agent, viewer, session_id)
             return WorkingMemoryView(
+                context=state.context, set_aside=list(state.set_aside), agent=state.agent,
                 session_id=session_id, user_id=scope.user, window=list(state.window),
                 summary=state.summary, pinned=list(state.pinned),
                 task_state=dict(state.task_state), turn_count=state.turn_count,
@@ -494,9 +529,22 @@ def _redacted(state: SessionState) -> SessionState:
     def turn(t: Turn) -> Turn:
         return t.model_copy(update={"content": redact(t.content), "metadata": clean(t.metadata)})
 
+    def aside(a: ContextAside) -> ContextAside:
+        return a.model_copy(update={
+            "window": [turn(t) for t in a.window], "pinned": [turn(t) for t in a.pinned],
+            "summary": redact(a.summary), "task_state": clean(a.task_state)})
+
     return state.model_copy(update={
         "window": [turn(t) for t in state.window], "pinned": [turn(t) for t in state.pinned],
-        "summary": redact(state.summary), "task_state": clean(state.task_state)})
+        "summary": redact(state.summary), "task_state": clean(state.task_state),
+        "set_aside": {k: aside(a) for k, a in state.set_aside.items()}})
+
+
+def _check_agent(owner: str | None, caller: str | None, session_id: str) -> None:
+    """A session of an agent is that agent's: another agent gets 403 (a caller that names
+    no agent, "", too; None is an admin or an unbound key acting for the tenant)."""
+    if owner is not None and caller is not None and caller != owner:
+        raise Forbidden(f"session {session_id!r} belongs to another agent")
 
 
 def generated_turn_id(session_id: str, number: int) -> str:

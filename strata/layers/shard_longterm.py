@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from strata.errors import BackendUnavailable, NotFound, StrataError
-from strata.extract.base import Candidate, Intent
+from strata.extract.base import Candidate, Intent, attribute
 from strata.extract.intents import is_declaration
 from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
@@ -43,7 +43,7 @@ from strata.layers.proactive import (
     from_task_states,
 )
 from strata.layers.transfer import import_items
-from strata.layers.working import SessionState
+from strata.layers.working import ContextAside, SessionState
 from strata.models import (
     Collection,
     MemoryItem,
@@ -147,7 +147,8 @@ class LongTermShardOps:
                     self._purge = FilePurge(self._redis, durable)
         return self._purge
 
-    def view(self, scope: Scope, session_id: str) -> WorkingMemoryView:
+    def view(self, scope: Scope, session_id: str,
+             viewer: str | None = None) -> WorkingMemoryView:
         raise NotImplementedError  # SessionShardService's
 
     # -- recall: the shard serves its users' long-term memory -------------------------------
@@ -164,7 +165,7 @@ class LongTermShardOps:
         working = None
         if request.session_id:
             try:
-                working = self.view(scope, request.session_id)
+                working = self.view(scope, request.session_id, viewer=request.agent)
             except NotFound:
                 working = None
         decision = decide_route(request, working is not None, recipe=recipe)
@@ -201,7 +202,8 @@ class LongTermShardOps:
         if not request.debug:  # only what assemble can use travels back (debug: every one)
             found.candidates = [c for c in found.candidates if could_pass(c, recipe)]
         return MemoryAnswer(decision=decision, working=working, found=found,
-                            most_used=service.most_used(scope) if needs_fallback else [],
+                            most_used=(service.most_used(scope, request.agent or "")
+                                       if needs_fallback else []),
                             embedding=embedded if "knowledge" in decision.layers else None,
                             corrections=corrections)
 
@@ -211,19 +213,24 @@ class LongTermShardOps:
                               cooldown_s=self._settings.followup_cooldown_s,
                               min_age_s=self._settings.followup_min_age_s)
 
-    def _followup_candidates(self, scope: Scope, now: datetime,
-                             policy: FollowUpPolicy) -> list[FollowUp]:
+    def _followup_candidates(self, scope: Scope, now: datetime, policy: FollowUpPolicy,
+                             viewer: str | None) -> list[FollowUp]:
         plans = self.longterm.vectors.query(Collection.EPISODES, scope, RecordFilter(
-            statuses=["active"], payload_equals={"metadata.type": "plan"}), 200)
+            statuses=["active"], payload_equals={"metadata.type": "plan"},
+            visible_to=viewer), 200)
         states = []
         for session_key, at in self._redis.archived_of(scope.key):
             snap = self._redis.snapshot_get(session_key)
+            owner = snap[0].get("agent") if snap is not None else None
+            if viewer is not None and owner and owner != viewer:
+                continue  # another agent's session: its open questions are not this one's
             if snap is not None and snap[0].get("task_state"):
                 states.append((session_key[len(scope.key) + 1:], snap[0]["task_state"],
                                datetime.fromtimestamp(at, now.tzinfo)))
         return [*from_plans(plans, now, policy), *from_task_states(states, now, policy)]
 
-    def follow_ups(self, scope: Scope, session_id: str | None, limit: int) -> list[FollowUp]:
+    def follow_ups(self, scope: Scope, session_id: str | None, limit: int,
+                   viewer: str | None = None) -> list[FollowUp]:
         """At most ``limit`` follow-ups for the user now (fewer once the session had its
         share); each proposed topic is then quiet for the cooldown."""
         policy, now = self._followup_policy(), utcnow()
@@ -231,7 +238,8 @@ class LongTermShardOps:
         with self._memory_lock:
             quiet, outcomes, made = self._redis.followup_state(scope.key, session_key)
             left = policy.per_session - made if session_key else policy.per_session
-            chosen = choose(self._followup_candidates(scope, now, policy), quiet, now, limit,
+            chosen = choose(self._followup_candidates(scope, now, policy, viewer), quiet, now,
+                            limit,
                             left, outcomes)
             self._redis.followup_proposed(scope.key, session_key, [f.topic for f in chosen],
                                           now.timestamp() + policy.cooldown_s,
@@ -291,7 +299,7 @@ class LongTermShardOps:
         declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
         if detect_intent(turn.content) is Intent.NONE and not declared:
             return result  # the common case: two cheap regex passes, no extraction
-        candidates = RuleExtractor().extract([turn], previous=previous)
+        candidates = attribute(RuleExtractor().extract([turn], previous=previous), [turn])
         forget = [c for c in candidates if c.intent is Intent.FORGET]
         explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key
                     and (c.intent in (Intent.REMEMBER, Intent.OVERRIDE)
@@ -306,7 +314,8 @@ class LongTermShardOps:
         try:
             with self._memory_lock:
                 for cand in forget:
-                    result.forgotten.extend(self.longterm.forget_matching(scope, cand.text))
+                    result.forgotten.extend(self.longterm.forget_matching(
+                        scope, cand.text, viewer=turn.agent or ""))
                 if explicit:
                     self._redis.register_user(scope.key)
                     summary = self.longterm.writer.write(scope, explicit)
@@ -385,15 +394,19 @@ class LongTermShardOps:
             return counts
 
     def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
-                      q: str | None, limit: int) -> list[MemoryItem]:
-        return self.longterm.list_items(scope, kind, status, q, limit)
+                      q: str | None, limit: int, viewer: str | None = None,
+                      context: str | None = None) -> list[MemoryItem]:
+        """``viewer``: the agent asking ("" none: what is shared; None: everything)."""
+        return self.longterm.list_items(scope, kind, status, q, limit, viewer, context)
 
-    def memory_history(self, scope: Scope, memory_id: str) -> list[MemoryItem]:
-        return self.longterm.history(scope, memory_id)
+    def memory_history(self, scope: Scope, memory_id: str,
+                       viewer: str | None = None) -> list[MemoryItem]:
+        return self.longterm.history(scope, memory_id, viewer)
 
-    def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch) -> MemoryItem:
+    def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch,
+                      viewer: str | None = None) -> MemoryItem:
         with self._memory_lock:
-            item = self.longterm.update(scope, memory_id, patch)
+            item = self.longterm.update(scope, memory_id, patch, viewer)
             self._redis.audit(scope.key, action="update", memory_id=memory_id,
                               at=utcnow().isoformat())
             return item
@@ -407,11 +420,12 @@ class LongTermShardOps:
         with self._memory_lock:
             return sum(self.longterm.reinforce(scope, ids) for scope, ids in returned)
 
-    def delete_memory(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+    def delete_memory(self, scope: Scope, memory_id: str,
+                      viewer: str | None = None) -> dict[str, Any]:
         """Delete a memory, its versions, the memories made from the same words
         (``LongTermMemory.delete``), their source turns and their recall-log entries."""
         with self._lock, self._memory_lock:
-            doomed = self.longterm.delete(scope, memory_id)
+            doomed = self.longterm.delete(scope, memory_id, viewer)
             turns: dict[str, set[str]] = {}
             for item in doomed:
                 if item.provenance.session_id:
@@ -440,10 +454,12 @@ class LongTermShardOps:
             state = SessionState.model_validate(snap[0])
         else:
             state = entry.memory.state
-        state.window = [t for t in state.window if t.turn_id not in turn_ids]
-        state.pinned = [t for t in state.pinned if t.turn_id not in turn_ids]
-        state.summary = "\n".join(line for line in state.summary.split("\n")
-                                  if not any(n.lower() in line.lower() for n in needles))
+        parts: list[SessionState | ContextAside] = [state, *state.set_aside.values()]
+        for part in parts:  # the contexts set aside too
+            part.window = [t for t in part.window if t.turn_id not in turn_ids]
+            part.pinned = [t for t in part.pinned if t.turn_id not in turn_ids]
+            part.summary = "\n".join(line for line in part.summary.split("\n")
+                                     if not any(n.lower() in line.lower() for n in needles))
         self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
         return removed
 

@@ -21,7 +21,10 @@ from strata.layers.summarize import Summarizer
 from strata.models import Role, Turn, utcnow
 from strata.tokens import count_tokens
 
-__all__ = ["SessionState", "WorkingMemory", "WorkingMemoryConfig", "is_pinned", "merge_patch"]
+__all__ = ["ContextAside", "SessionState", "WorkingMemory", "WorkingMemoryConfig", "is_pinned",
+           "merge_patch"]
+
+MAX_SET_ASIDE = 8  # contexts a session keeps aside (the least recently left go first)
 
 _PIN = re.compile(
     r"记住|记得|别忘|不要忘|重要|务必|一定要|\bremember\b|\bimportant\b|\bdon'?t forget\b|"
@@ -56,6 +59,19 @@ class WorkingMemoryConfig(BaseModel):
     task_state_max_bytes: int = Field(default=16 * 1024, ge=256)
 
 
+def _task_state() -> dict[str, Any]:
+    return {"goal": None, "done_steps": [], "open_questions": []}
+
+
+class ContextAside(BaseModel):
+    """The working memory of a context the session left (restored when it comes back)."""
+
+    window: list[Turn] = Field(default_factory=list)
+    summary: str = ""
+    pinned: list[Turn] = Field(default_factory=list)
+    task_state: dict[str, Any] = Field(default_factory=_task_state)
+
+
 class SessionState(BaseModel):
     """Everything a session's working memory is; snapshots are this, serialized."""
 
@@ -66,9 +82,12 @@ class SessionState(BaseModel):
     summary: str = ""
     summarized_turn_ids: list[str] = Field(default_factory=list)
     pinned: list[Turn] = Field(default_factory=list)
-    task_state: dict[str, Any] = Field(
-        default_factory=lambda: {"goal": None, "done_steps": [], "open_questions": []})
+    task_state: dict[str, Any] = Field(default_factory=_task_state)
     turn_count: int = 0
+    # the project / business line now, and the working memory of those it left ("": none)
+    context: str | None = None
+    set_aside: dict[str, ContextAside] = Field(default_factory=dict)
+    agent: str | None = None  # the agent whose session this is (its first turn's)
     recent_turn_ids: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
     last_active_at: datetime = Field(default_factory=utcnow)
@@ -92,8 +111,13 @@ class WorkingMemory:
         return turn_id in self.state.recent_turn_ids
 
     def append(self, turn: Turn, received_at: datetime | None = None) -> None:
-        """Add a turn; evict the oldest into the summary when the window overflows."""
+        """Add a turn; evict the oldest into the summary when the window overflows. A turn
+        of another context than the session's switches context first (``switch_context``)."""
         state = self.state
+        if turn.context is not None and turn.context != state.context:
+            self.switch_context(turn.context)
+        if state.agent is None and turn.agent is not None:
+            state.agent = turn.agent
         state.window.append(turn)
         state.turn_count += 1
         state.recent_turn_ids = [*state.recent_turn_ids, turn.turn_id][-self.RECENT_IDS:]
@@ -110,6 +134,24 @@ class WorkingMemory:
             state.summary = self._summarizer.summarize(
                 state.summary, evicted, self._config.summary_token_budget)
             state.summarized_turn_ids.extend(t.turn_id for t in evicted)
+
+    def switch_context(self, context: str | None) -> None:
+        """The session moves to another project / business line: the working memory of the
+        one it leaves (window, summary, pinned turns, task state) is set aside, not mixed
+        in, and the new one's comes back if the session was there before (else it starts
+        empty). Long-term memories are not touched: recall ranks them by context."""
+        state = self.state
+        left = ContextAside(window=state.window, summary=state.summary, pinned=state.pinned,
+                            task_state=state.task_state)
+        state.set_aside.pop(state.context or "", None)
+        if left.window or left.summary or left.pinned or left.task_state != _task_state():
+            state.set_aside[state.context or ""] = left
+        while len(state.set_aside) > MAX_SET_ASIDE:
+            state.set_aside.pop(next(iter(state.set_aside)))
+        back = state.set_aside.pop(context or "", None) or ContextAside()
+        state.window, state.summary = back.window, back.summary
+        state.pinned, state.task_state = back.pinned, back.task_state
+        state.context = context
 
     def _window_tokens(self) -> int:
         return sum(count_tokens(t.content) for t in self.state.window)

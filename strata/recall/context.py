@@ -34,7 +34,8 @@ def label(item: ScoredItem) -> str:
     """``[fact · 2026-11-30] text`` — the source and date of every line; what the agent
     inferred says so (``[fact · inferred · …]``), never passing for what the user stated."""
     inferred = " · inferred" if item.source == "inferred" else ""
-    return f"[{item.kind}{inferred} · {_date(item.created_at)}] {item.text}"
+    context = f" · {item.context}" if item.context else ""
+    return f"[{item.kind}{inferred}{context} · {_date(item.created_at)}] {item.text}"
 
 
 def _trimmed(text: str, tokens: int) -> str:

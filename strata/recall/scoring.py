@@ -40,6 +40,7 @@ class ScoredItem(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     parts: dict[str, float] = Field(default_factory=dict)
     access_count: int = 0
+    context: str | None = None  # the project / business line it belongs to
 
 
 def lexical_similarity(bm25: float, half: float) -> float:

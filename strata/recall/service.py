@@ -26,6 +26,7 @@ from strata.layers.corrections import corrections_of
 from strata.layers.records import from_record
 from strata.models import (
     Collection,
+    MemoryItem,
     RecallItem,
     RecallRequest,
     RecallResponse,
@@ -33,6 +34,7 @@ from strata.models import (
     Scope,
     SearchHit,
     StoredRecord,
+    context_name,
     utcnow,
 )
 from strata.recall.context import ContextBuilder, correction_label, label
@@ -80,7 +82,8 @@ def _item(layer: str, record: StoredRecord) -> ScoredItem:
                       # an update or a recall does not make a memory new)
                       text=redact(memory.text), created_at=memory.event_time or memory.created_at,
                       confidence=memory.confidence, source=memory.source.value,
-                      provenance=memory.provenance, access_count=memory.access_count)
+                      provenance=memory.provenance, access_count=memory.access_count,
+                      context=memory_context(memory))
 
 
 def _keyword_match(record: StoredRecord, query: str) -> bool:
@@ -109,7 +112,9 @@ class RecallService:
         collection = _COLLECTION[layer]
         target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
         statuses = ["active", "cold"] if request.include_cold else ["active"]
-        flt = RecordFilter(statuses=statuses)
+        # the personal layers: only what the calling agent may see (knowledge is everyone's)
+        flt = RecordFilter(statuses=statuses,
+                           visible_to=None if layer == "knowledge" else request.agent or "")
         if layer == "episodes":
             turns = self._find(collection, target, request.query, vector, recipe, flt.model_copy(
                 update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
@@ -121,7 +126,7 @@ class RecallService:
 
             def fetch(ids: list[str]) -> list[SearchHit]:
                 return score_ids(self._vectors, collection, target, vector, request.query, ids,
-                                 statuses)
+                                 statuses, visible_to=request.agent or "")
 
             return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
                                       terms_of or tokenize)
@@ -200,12 +205,12 @@ class RecallService:
         corrections = (correction_items(corrections_of(self._vectors, scope))
                        if "knowledge" in decision.layers else {})
         return assemble(request, decision, working, found, recipe,
-                        lambda: self.most_used(scope), corrections)
+                        lambda: self.most_used(scope, request.agent or ""), corrections)
 
-    def most_used(self, scope: Scope) -> list[ScoredItem]:
-        """The last resort: the user's most-used active facts."""
-        rows = self._vectors.query(Collection.FACTS, scope, RecordFilter(statuses=["active"]),
-                                   200)
+    def most_used(self, scope: Scope, viewer: str = "") -> list[ScoredItem]:
+        """The last resort: the user's most-used active facts (that ``viewer`` may see)."""
+        rows = self._vectors.query(Collection.FACTS, scope, RecordFilter(
+            statuses=["active"], visible_to=viewer), 200)
         items = [_item("facts", r) for r in rows if float(r.payload.get("weight", 1.0)) > 0]
         items.sort(key=lambda i: (i.access_count, i.created_at or utcnow()), reverse=True)
         return [i.model_copy(update={"score": 0.0}) for i in items[:3] if i.access_count > 0]
@@ -257,6 +262,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     candidates = found.candidates
     corrections = corrections or {}
     ranked, relaxed = select_candidates(candidates, recipe)
+    ranked = in_context(ranked, request.context, request.context_only)
     shown = {i.id for i in ranked if i.layer == "knowledge"}  # their corrections go under them
     under = {c.id for chunk, c in corrections.items() if chunk in shown}
     ranked = [i for i in ranked if i.id not in under or i.layer != "facts"]
@@ -287,19 +293,53 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                 builder.included.append(correction)
     items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                         created_at=i.created_at, confidence=i.confidence, source=i.source,
-                        provenance=i.provenance) for i in builder.included]
+                        provenance=i.provenance, context=i.context) for i in builder.included]
     debug = None
     if request.debug:
         debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
                  "threshold": recipe.threshold, "recipe": recipe.name,
                  "context_tokens": builder.tokens(),
+                 "context": request.context, "agent": request.agent,
                  "candidates": [c.model_dump(mode="json", include={
-                     "id", "layer", "kind", "text", "score", "parts"})
+                     "id", "layer", "kind", "text", "score", "parts", "context"})
                      for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
     return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
                           layers=decision.layers, degraded=found.degraded,
                           timings_ms={k: round(v, 2) for k, v in found.timings_ms.items()},
                           debug=debug)
+
+
+CONTEXT_BOOST = 1.25  # the current context's memories rank as if they scored this much more
+
+
+def memory_context(memory: MemoryItem) -> str | None:
+    """The project / business line a memory belongs to: its context, else the project its
+    sentence named (a ``project:`` scope tag)."""
+    if memory.context:
+        return memory.context
+    tag = next((t for t in memory.scope_tags if t.startswith("project:")), None)
+    return context_name(tag.split(":", 1)[1]) if tag and tag[8:].strip() else None
+
+
+def in_context(ranked: list[ScoredItem], context: str | None,
+               only: bool = False) -> list[ScoredItem]:
+    """Scored for the current project / business line: its memories score
+    ``CONTEXT_BOOST`` times more, those of no context keep their score, and another
+    context's are capped below the lowest of those, so they never outrank the current one's
+    (``only``: left out). The new scores order the context and decide which of two
+    near-duplicates stays (Java in project X over Python in general)."""
+    if context is None:
+        return ranked
+
+    def other(item: ScoredItem) -> bool:
+        return item.context is not None and item.context != context
+
+    mine = [i.model_copy(update={"score": i.score * CONTEXT_BOOST}) if i.context == context
+            else i for i in ranked if not other(i)]
+    floor = min((i.score for i in mine), default=None)
+    rest = [] if only else [i if floor is None else i.model_copy(update={
+        "score": min(i.score, floor * 0.99)}) for i in ranked if other(i)]
+    return sorted([*mine, *rest], key=lambda i: i.score, reverse=True)
 
 
 RELAXED = 0.5  # the relaxed pass halves both thresholds (the similarity one down to a floor)

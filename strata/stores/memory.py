@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from strata.errors import Conflict, InvalidInput
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord, is_visible
 from strata.stores.lexical import bm25_scores
 from strata.stores.ports import DecayFields, complete_parts, fuse_rrf
 
@@ -27,6 +27,8 @@ def matches(record: StoredRecord, flt: RecordFilter | None) -> bool:
     if flt.created_after is not None and record.created_at < flt.created_after:
         return False
     if flt.created_before is not None and record.created_at > flt.created_before:
+        return False
+    if flt.visible_to is not None and not is_visible(record.payload, flt.visible_to):
         return False
     return (all(_path(record.payload, k) == v for k, v in flt.payload_equals.items())
             and all(_path(record.payload, k) != v for k, v in flt.payload_not_equals.items()))

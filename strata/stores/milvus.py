@@ -348,6 +348,8 @@ class MilvusVectorStore:
                     rhs = _lit(value) if isinstance(value, str) else _num(value)
                     path = "".join(f'["{part}"]' for part in key.split("."))
                     parts.append(f"payload{path} {op} {rhs}")
+            if flt.visible_to is not None:
+                parts.append(_visible_expr(flt.visible_to))
         return " and ".join(parts)
 
     def _record(self, scope: Scope, entity: dict[str, Any]) -> StoredRecord:
@@ -574,3 +576,16 @@ class MilvusVectorStore:
     def close(self) -> None:
         with _milvus_errors("close"):
             self._client.close()
+
+
+def _visible_expr(viewer: str) -> str:
+    """``strata.models.is_visible`` as a Milvus expression (a row without the field is
+    shared; a comparison with a missing JSON key is never true, so ``exists`` says it)."""
+    hidden = ('(not exists payload["visibility"] or (payload["visibility"] != "private" '
+              'and payload["visibility"] != "agents"))')
+    if not viewer:
+        return hidden
+    mine = f'payload["agent"] == {_lit(viewer)}'
+    named = (f'(payload["visibility"] == "agents" and '
+             f'json_contains(payload["shared_with"], {_lit(viewer)}))')
+    return f"({hidden} or {mine} or {named})"

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord, is_visible
 
 __all__ = ["DecayFields", "DecayScan", "Embedder", "PurgeReport", "Purging", "QueryEmbedding",
            "StatusWriter", "VectorStore", "WriteBatching",
@@ -213,12 +213,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def score_ids(store: VectorStore, collection: Collection, scope: Scope,
               vector: Sequence[float], text: str, ids: Sequence[str],
-              statuses: Sequence[str] | None = None) -> list[SearchHit]:
-    """The named records (with one of ``statuses``, if given), each with both raw
+              statuses: Sequence[str] | None = None,
+              visible_to: str | None = None) -> list[SearchHit]:
+    """The named records (with one of ``statuses``, if given, and that the agent
+    ``visible_to`` may see, if given), each with both raw
     similarities, exactly: the cosine from its stored vector (an id-restricted ANN search can
     miss ids far from the query) and BM25 through a lexical search restricted to these ids."""
     records = [r for r in store.get(collection, scope, list(ids))
-               if statuses is None or r.status in statuses]
+               if (statuses is None or r.status in statuses)
+               and (visible_to is None or is_visible(r.payload, visible_to))]
     if not records:
         return []
     only = RecordFilter(ids=[r.id for r in records])

@@ -24,7 +24,12 @@ from strata.stores.redis import QUEUE_LOW, RedisStore
 
 # scenario profiles (recall recipes) chosen by the key, or by the tenant
 PROFILE_KEYS = {"key-acme-qa": {"tenant": "acme", "role": "agent", "recipe": "qa"},
-                "key-initech": {"tenant": "initech", "role": "admin"}}
+                "key-initech": {"tenant": "initech", "role": "admin"},
+                # three agents of one tenant (sharing across agents)
+                **{f"key-acme-{a}": {"tenant": "acme", "role": "agent", "agent": a}
+                   for a in ("planner", "coach", "diet")}}
+PLANNER, COACH, DIET = ({"Authorization": f"Bearer key-acme-{a}"}
+                        for a in ("planner", "coach", "diet"))
 
 
 def milvus_texts() -> str:
@@ -296,3 +301,142 @@ def test_a_plan_is_followed_up_next_session_and_not_again_once_dismissed(api: Ap
     bad = api.http.post("/v1/users/olga/follow-ups/nothing-like-it/feedback", headers=ACME,
                         json={"outcome": "used"})
     assert bad.status_code == 404 and bad.json()["error"] == "not_found"
+
+
+def test_a_business_line_switch_sets_the_old_one_aside(api: Api) -> None:
+    """Seed 002 §5.4: a user switched business lines inside one session and the old line's
+    information kept outranking the new one's. The switch sets the old line's working memory
+    aside (window and task state), and the old line's memories never outrank the new one's."""
+    def turn(session: str, text: str, **extra: Any) -> dict[str, Any]:
+        resp = api.http.post(f"/v1/sessions/{session}/turns", headers=ACME, json={
+            "user_id": "lin", "role": "user", "content": text, **extra})
+        assert resp.status_code == 200, resp.text
+        return resp.json()  # type: ignore[no-any-return]
+
+    assert turn("s1", "Our e-commerce shop ships every parcel from the Shenzhen warehouse.",
+                context="E-commerce")["context"] == "e-commerce"
+    turn("s1", "For e-commerce the storefront runs on Shopify.")  # continues the context
+    patched = api.http.patch("/v1/sessions/s1/task-state", headers=ACME, json={
+        "user_id": "lin", "patch": {"goal": "cut e-commerce returns"}})
+    assert patched.status_code == 200, patched.text
+    ack = turn("s1", "Now about logistics: our trucks ship from the Ningbo depot.",
+               context="logistics")
+    assert ack["context"] == "logistics"
+    view = api.http.get("/v1/sessions/s1/working-memory", headers=ACME,
+                        params={"user_id": "lin"}).json()
+    assert [t["content"] for t in view["window"]] == [
+        "Now about logistics: our trucks ship from the Ningbo depot."]
+    assert view["task_state"]["goal"] is None and view["set_aside"] == ["e-commerce"]
+    answer = api.recall("lin", "where do we ship from?", session_id="s1", context="logistics")
+    assert "Ningbo" in answer["context"] and "Shenzhen" not in answer["context"]
+    api.close("lin", "s1")
+    api.wait_for(lambda: {m.get("context") for m in api.memories("lin")}
+                 >= {"e-commerce", "logistics"}, 120)
+
+    ranked = api.recall("lin", "Where do we ship the goods from?", context="logistics",
+                        top_k=10)["items"]
+    contexts = [i["context"] for i in ranked]
+    assert "logistics" in contexts, ranked
+    if "e-commerce" in contexts:  # another line's memories come after all of this one's
+        assert contexts.index("e-commerce") > max(
+            i for i, c in enumerate(contexts) if c == "logistics"), contexts
+    only = api.recall("lin", "Where do we ship the goods from?", context="logistics",
+                      context_only=True)["items"]
+    assert only and all(i["context"] in (None, "logistics") for i in only), only
+    listed = api.memories("lin", context="e-commerce")
+    assert listed and all(m["context"] == "e-commerce" for m in listed)
+
+    # a partial conflict resolved by context (seed 000): Python in general, Java in project X
+    for body in ({"kind": "fact", "key": "preference.language", "value": "Python",
+                  "text": "I write my code in Python"},
+                 {"kind": "fact", "key": "preference.language", "value": "Java",
+                  "text": "I write my code in Java", "context": "Project X"}):
+        resp = api.http.post("/v1/users/lin/memories", headers=ACME, json=body)
+        assert resp.status_code == 200 and resp.json()["action"] == "insert", resp.text
+    both = [m for m in api.memories("lin", kind="fact", status="active")
+            if m["key"] == "preference.language"]
+    assert {(m["value"], m["context"]) for m in both} == {("Python", None),
+                                                          ("Java", "project-x")}
+
+    def first_language(**extra: Any) -> str:
+        items = api.recall("lin", "which language do I write my code in?", **extra)["items"]
+        return next(i["text"] for i in items if "write my code" in i["text"])
+
+    assert "Java" in first_language(context="project-x")
+    assert "Python" in first_language(context="logistics")
+
+
+def test_agents_of_one_tenant_share_what_the_user_states_and_keep_the_rest(api: Api) -> None:
+    """Seed 000 (outlook): memory shared across agents, with care for privacy. What the user
+    states is every agent's; what an agent inferred or keeps is its own unless shared; keys
+    bound to an agent see nothing else, whatever they ask."""
+    api.say("max", "p1", "I'm training for the Berlin marathon in September.", headers=PLANNER)
+    api.say("max", "p1", "Great, let's plan the long runs.", role="assistant", headers=PLANNER)
+    api.close("max", "p1", headers=PLANNER)
+    api.wait_for(lambda: any("Berlin" in m["text"] for m in api.memories("max")), 120)
+
+    def create(headers: dict[str, str], **body: Any) -> str:
+        resp = api.http.post("/v1/users/max/memories", headers=headers,
+                             json={"kind": "episode", **body})
+        assert resp.status_code == 200, resp.text
+        return str(resp.json()["memory"]["id"])
+
+    # the planner's own inference: private to it by default
+    create(PLANNER, text="Max is probably an early riser who runs before work",
+           source="inferred")
+    private = create(PLANNER, text="Max's left knee hurts after long runs", visibility="private")
+    named = create(PLANNER, text="Max runs intervals on the track every Tuesday",
+                   visibility="agents", shared_with=["coach"])
+    everyone = api.memories("max")  # an admin key naming no agent sees everything
+    by_text = {m["text"]: m for m in everyone}
+    marathon = next(m for m in everyone if "Berlin marathon" in m["text"]
+                    and "early riser" not in m["text"])
+    assert marathon["agent"] == "planner" and marathon["visibility"] == "shared"
+    guessed = [m for m in everyone if "early riser" in m["text"]]
+    assert guessed and all(m["visibility"] == "private" for m in guessed)
+    assert by_text["Max's left knee hurts after long runs"]["agent"] == "planner"
+
+    def seen(headers: dict[str, str], query: str) -> str:
+        listed = " ".join(m["text"] for m in api.memories("max", headers=headers))
+        recalled = api.recall("max", query, headers=headers, top_k=20)
+        return listed + " " + recalled["context"] + " " + " ".join(
+            i["text"] for i in recalled["items"])
+
+    planner = seen(PLANNER, "how is Max's running going, knee, track, marathon?")
+    assert all(w in planner for w in ("knee hurts", "intervals", "Berlin marathon",
+                                      "early riser"))
+    coach = seen(COACH, "how is Max's running going, knee, track, marathon?")
+    assert "Berlin marathon" in coach and "intervals" in coach
+    assert "knee" not in coach and "early riser" not in coach
+    diet = seen(DIET, "how is Max's running going, knee, track, marathon?")
+    assert "Berlin marathon" in diet
+    assert "knee" not in diet and "early riser" not in diet and "intervals" not in diet
+
+    # the leak probes: by id, by session, by naming the other agent
+    for method, path, extra in (
+            ("GET", f"/v1/users/max/memories/{private}/history", {}),
+            ("PATCH", f"/v1/users/max/memories/{private}", {"json": {"text": "overwritten"}}),
+            ("DELETE", f"/v1/users/max/memories/{private}", {})):
+        resp = api.http.request(method, path, headers=COACH, **extra)
+        assert resp.status_code == 404 and resp.json()["error"] == "not_found", resp.text
+    wm = api.http.get("/v1/sessions/p1/working-memory", headers=COACH,
+                      params={"user_id": "max"})
+    assert wm.status_code == 403 and wm.json()["error"] == "forbidden", wm.text
+    as_planner = api.http.get("/v1/users/max/memories", headers=COACH,
+                              params={"agent": "planner"})
+    assert as_planner.status_code == 403 and as_planner.json()["error"] == "forbidden"
+    probe = api.http.post("/v1/recall", headers=COACH, json={
+        "user_id": "max", "query": "knee", "agent": "planner"})
+    assert probe.status_code == 403, probe.text
+    turn = api.http.post("/v1/sessions/p1/turns", headers=COACH, json={
+        "user_id": "max", "role": "user", "content": "hello"})
+    assert turn.status_code in (403, 409), turn.text  # not the coach's (and closed)
+
+    # only the agent that learned a memory (or an admin) changes who sees it
+    denied = api.http.patch(f"/v1/users/max/memories/{named}", headers=COACH,
+                            json={"visibility": "shared"})
+    assert denied.status_code == 403, denied.text
+    opened = api.http.patch(f"/v1/users/max/memories/{private}", headers=PLANNER,
+                            json={"visibility": "shared"})
+    assert opened.status_code == 200 and opened.json()["memory"]["visibility"] == "shared"
+    assert "knee hurts" in seen(COACH, "does Max's knee hurt?")

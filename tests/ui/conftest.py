@@ -29,6 +29,9 @@ KEYS = {
     "acme-admin-key": {"tenant": "acme", "role": "admin"},
     "acme-agent-key": {"tenant": "acme", "role": "agent"},
     "globex-admin-key": {"tenant": "globex", "role": "admin"},
+    # two agents of acme (per-agent visibility)
+    "acme-planner-key": {"tenant": "acme", "role": "agent", "agent": "planner"},
+    "acme-coach-key": {"tenant": "acme", "role": "agent", "agent": "coach"},
 }
 
 

@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 from ui_harness import Strata, Watched
 
 ADMIN, AGENT, OTHER = "acme-admin-key", "acme-agent-key", "globex-admin-key"
+PLANNER, COACH = "acme-planner-key", "acme-coach-key"
 POLICY_V1 = ("Returns are accepted within 14 days of delivery if the item is unused. " * 5 +
              "\n\n" + "Express shipping costs 9 euros and arrives the next day. " * 5)
 POLICY_V2 = POLICY_V1.replace("14 days", "30 days")
@@ -214,3 +215,56 @@ def test_agent_key_sees_tenant_queues_only_and_logout_forgets_the_key(
     assert pg.evaluate("sessionStorage.getItem('strata.apiKey')") is None
     pg.reload()
     expect(pg.locator("#app")).to_be_hidden()
+
+
+def test_context_and_visibility_are_shown_and_edited(server: Strata, page: Watched,
+                                                     screenshots: Path) -> None:
+    """A memory's project / business line and who sees it, in the list and in the edit
+    dialog: the planner shares its private note with the coach, the coach then sees it."""
+    note = server.call("POST", "/v1/users/max/memories", PLANNER, {
+        "kind": "episode", "text": "Max's knee hurts after long runs",
+        "visibility": "private", "context": "marathon"})
+    assert note.status_code == 200, note.text
+    note_id = note.json()["memory"]["id"]
+    server.call("POST", "/v1/users/max/memories", PLANNER, {
+        "kind": "episode", "text": "Max runs every morning"})
+    pg = page.page
+
+    log_in(pg, server, COACH)  # the other agent: the private note is not there
+    expect(pg.locator("#who-role")).to_have_text("agent coach")
+    pick(pg, "max")
+    expect(pg.locator("#memories")).to_contain_text("Max runs every morning")
+    expect(pg.locator(f"#memories tr[data-memory-id='{note_id}']")).to_have_count(0)
+    pg.click("#logout")
+
+    log_in(pg, server, PLANNER)
+    pick(pg, "max")
+    row = pg.locator(f"#memories tr[data-memory-id='{note_id}']")
+    expect(row.locator("td.context")).to_have_text("marathon")
+    expect(row.locator("td.visibility")).to_have_text("private · planner")
+    pg.screenshot(path=screenshots / "7-visibility.png", full_page=True)
+    row.get_by_role("button", name="Edit").click()
+    expect(pg.locator("#edit-context")).to_have_value("marathon")
+    expect(pg.locator("#edit-visibility")).to_have_value("private")
+    pg.fill("#edit-context", "Berlin Marathon")
+    pg.select_option("#edit-visibility", "agents")
+    pg.fill("#edit-shared-with", "coach")
+    pg.click("#edit-save")
+    expect(pg.locator("#edit-dialog")).to_be_hidden()
+    expect(row.locator("td.context")).to_have_text("berlin-marathon")
+    expect(row.locator("td.visibility")).to_have_text("agents: planner, coach")
+    # filtered by context
+    pg.fill("#filter-context", "berlin-marathon")
+    pg.click("#memory-filters button[type=submit]")
+    expect(pg.locator("#status-line")).to_have_text("1 memory of max")
+    pg.click("#logout")
+
+    log_in(pg, server, COACH)  # now shared with the coach, who cannot change who sees it
+    pick(pg, "max")
+    row = pg.locator(f"#memories tr[data-memory-id='{note_id}']")
+    expect(row).to_contain_text("knee hurts")
+    row.get_by_role("button", name="Edit").click()
+    pg.select_option("#edit-visibility", "shared")
+    pg.click("#edit-save")
+    expect(pg.locator("#edit-error")).to_contain_text("only the agent that learned")
+    assert page.errors == []

@@ -141,6 +141,28 @@ def test_nested_payload_filters(store: VectorStore) -> None:
         RecordFilter(payload_equals={"a.b.c": 1})
 
 
+def test_visibility_filter_shows_each_agent_what_it_may_see(store: VectorStore) -> None:
+    """``RecordFilter.visible_to`` has one meaning on every backend (``is_visible``)."""
+    store.insert(FACTS, A, [
+        rec("old", "hiking before agents existed"),
+        rec("shared", "hiking shared by planner", agent="planner", visibility="shared"),
+        rec("mine", "hiking private to planner", agent="planner", visibility="private"),
+        rec("named", "hiking planner and coach", agent="planner", visibility="agents",
+            shared_with=["coach"]),
+        rec("theirs", "hiking private to coach", agent="coach", visibility="private")])
+    vec = EMB.encode(["hiking"])[0].tolist()
+    expected = {"": {"old", "shared"}, "planner": {"old", "shared", "mine", "named"},
+                "coach": {"old", "shared", "named", "theirs"},
+                "stranger": {"old", "shared"}}
+    for viewer, ids in expected.items():
+        flt = RecordFilter(visible_to=viewer)
+        assert {r.id for r in store.query(FACTS, A, flt)} == ids, viewer
+        hits = store.search_hybrid(FACTS, A, vec, "hiking", 10, flt)
+        assert {h.record.id for h in hits} == ids, viewer
+        assert {h.record.id for h in store.search_dense(FACTS, A, vec, 10, flt)} == ids
+    assert len(store.query(FACTS, A, RecordFilter())) == 5  # no filter: everything
+
+
 def test_search_filter_by_status(store: VectorStore) -> None:
     seed(store)
     vec = EMB.encode(["favourite colour"])[0].tolist()

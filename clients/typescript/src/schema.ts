@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Whoami
-         * @description The tenant and role of the presented key (the inspector's login check).
+         * @description The tenant, role and agent of the presented key (the inspector's login check).
          */
         get: operations["whoami_v1_whoami_get"];
         put?: never;
@@ -197,7 +197,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Working Memory */
+        /**
+         * Working Memory
+         * @description The session's working memory; a session of an agent is that agent's (or an
+         *     admin's) to read.
+         */
         get: operations["working_memory_v1_sessions__session_id__working_memory_get"];
         put?: never;
         post?: never;
@@ -265,7 +269,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Memories */
+        /**
+         * List Memories
+         * @description The user's memories that the calling agent may see (an admin key naming no agent:
+         *     all of them), newest first; ``context``: only that project's / business line's.
+         */
         get: operations["list_memories_v1_users__user_id__memories_get"];
         put?: never;
         /** Create Memory */
@@ -369,7 +377,11 @@ export interface paths {
         delete: operations["delete_memory_v1_users__user_id__memories__memory_id__delete"];
         options?: never;
         head?: never;
-        /** Update Memory */
+        /**
+         * Update Memory
+         * @description Edit a memory the calling agent sees; its context, and — for its own agent or an
+         *     admin — its visibility.
+         */
         patch: operations["update_memory_v1_users__user_id__memories__memory_id__patch"];
         trace?: never;
     };
@@ -609,6 +621,23 @@ export interface components {
             };
             /** Session Id */
             session_id?: string | null;
+            /**
+             * Context
+             * @description the project / business line
+             */
+            context?: string | null;
+            /**
+             * Agent
+             * @description the agent that learned it (a key bound to an agent sets it)
+             */
+            agent?: string | null;
+            /**
+             * Visibility
+             * @description shared (all of the tenant's agents), private (the agent only) or agents (the agent and shared_with); default: shared, private when source is inferred
+             */
+            visibility?: ("shared" | "private" | "agents") | null;
+            /** Shared With */
+            shared_with?: string[];
         };
         /**
          * MemoryKind
@@ -634,6 +663,15 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Context
+             * @description move it to this project / business line; "" makes it the user's in general
+             */
+            context?: string | null;
+            /** Visibility */
+            visibility?: ("shared" | "private" | "agents") | null;
+            /** Shared With */
+            shared_with?: string[] | null;
         };
         /**
          * Provenance
@@ -665,6 +703,8 @@ export interface components {
             /** Source */
             source?: string | null;
             provenance?: components["schemas"]["Provenance"];
+            /** Context */
+            context?: string | null;
         };
         /**
          * RecallRequest
@@ -704,6 +744,22 @@ export interface components {
              * @description a named recall recipe
              */
             recipe?: string | null;
+            /**
+             * Context
+             * @description the current project / business line: its memories rank first, another context's never above them
+             */
+            context?: string | null;
+            /**
+             * Context Only
+             * @description leave out memories of other contexts (those of no context stay)
+             * @default false
+             */
+            context_only?: boolean;
+            /**
+             * Agent
+             * @description the calling agent (a key bound to an agent sets it): recall sees what it may see
+             */
+            agent?: string | null;
         };
         /**
          * RecallResponse
@@ -781,6 +837,8 @@ export interface components {
              *     }
              */
             intents?: components["schemas"]["IntentResult"];
+            /** Context */
+            context?: string | null;
         };
         /** TurnBatchRequest */
         TurnBatchRequest: {
@@ -819,6 +877,16 @@ export interface components {
              * @description client id; a retry is deduplicated
              */
             turn_id?: string | null;
+            /**
+             * Context
+             * @description the project / business line of this turn and the ones after it; a new one sets the session's working memory aside for that context's
+             */
+            context?: string | null;
+            /**
+             * Agent
+             * @description the agent of this session (a key bound to an agent sets it)
+             */
+            agent?: string | null;
         };
         /** TurnRequest */
         TurnRequest: {
@@ -837,6 +905,16 @@ export interface components {
              * @description client id; a retry is deduplicated
              */
             turn_id?: string | null;
+            /**
+             * Context
+             * @description the project / business line of this turn and the ones after it; a new one sets the session's working memory aside for that context's
+             */
+            context?: string | null;
+            /**
+             * Agent
+             * @description the agent of this session (a key bound to an agent sets it)
+             */
+            agent?: string | null;
             /** User Id */
             user_id: string;
         };
@@ -877,7 +955,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        [key: string]: string;
+                        [key: string]: string | null;
                     };
                 };
             };
@@ -1817,6 +1895,7 @@ export interface operations {
         parameters: {
             query: {
                 user_id: string;
+                agent?: string | null;
             };
             header?: never;
             path: {
@@ -2172,6 +2251,8 @@ export interface operations {
                 status?: string | null;
                 q?: string | null;
                 limit?: number;
+                agent?: string | null;
+                context?: string | null;
             };
             header?: never;
             path: {
@@ -2624,7 +2705,9 @@ export interface operations {
     };
     memory_history_v1_users__user_id__memories__memory_id__history_get: {
         parameters: {
-            query?: never;
+            query?: {
+                agent?: string | null;
+            };
             header?: never;
             path: {
                 user_id: string;
@@ -2712,7 +2795,9 @@ export interface operations {
     };
     delete_memory_v1_users__user_id__memories__memory_id__delete: {
         parameters: {
-            query?: never;
+            query?: {
+                agent?: string | null;
+            };
             header?: never;
             path: {
                 user_id: string;
@@ -2800,7 +2885,9 @@ export interface operations {
     };
     update_memory_v1_users__user_id__memories__memory_id__patch: {
         parameters: {
-            query?: never;
+            query?: {
+                agent?: string | null;
+            };
             header?: never;
             path: {
                 user_id: string;
