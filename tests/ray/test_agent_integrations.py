@@ -46,7 +46,7 @@ def base(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 def test_the_sdk_reaches_every_endpoint_it_names(base: str) -> None:
     acme = Client(base, api_key="key-acme")
-    assert acme.whoami() == {"tenant": "acme", "role": "admin"}
+    assert acme.whoami() == {"tenant": "acme", "role": "admin", "agent": None}
     assert acme.health() == {"status": "ok"} and acme.ready()["ready"]
     ack = acme.add_turn("s1", "ann", "user", "I prefer window seats.")
     assert re.fullmatch(r"c-[0-9a-f]{32}", ack["turn_id"])

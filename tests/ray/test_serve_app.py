@@ -366,7 +366,7 @@ def test_inspector_endpoints_are_tenant_scoped(app: App) -> None:
         return httpx.get(f"{app.base}{path}", params=params, headers=AUTH,  # type: ignore[arg-type]
                          timeout=30)
 
-    assert get("/v1/whoami").json() == {"tenant": "default", "role": "admin"}
+    assert get("/v1/whoami").json() == {"tenant": "default", "role": "admin", "agent": None}
     app.post("/v1/users/ivy/memories", {"kind": "fact", "key": "city", "value": "Oslo"})
     app.redis.register_user("globex:zed")  # another tenant's user in the shared registry
     users = get("/v1/users").json()

@@ -16,9 +16,9 @@ describe("the client against the live service", { skip }, () => {
   const user = `ann-${Date.now()}`;  // a fresh user, so a rerun against one service is clean
   let memoryId;
 
-  test("whoami names the key's tenant and role", async () => {
-    assert.deepEqual(await acme.whoami(), { tenant: "acme", role: "agent" });
-    assert.deepEqual(await globex.whoami(), { tenant: "globex", role: "agent" });
+  test("whoami names the key's tenant, role and agent", async () => {
+    assert.deepEqual(await acme.whoami(), { tenant: "acme", role: "agent", agent: null });
+    assert.deepEqual(await globex.whoami(), { tenant: "globex", role: "agent", agent: null });
   });
 
   test("turns are appended with client turn ids, and a repeated turn_id is not a second turn",
