@@ -42,6 +42,9 @@ def _free_or_any(port: int) -> int:
     return free_port()
 
 
+GCS_TASK_EVENTS = 10_000  # task events the local GCS keeps (RAY_task_events_max_num_task_in_gcs)
+
+
 class LocalRay:
     """Starts and stops one local Ray head for this process."""
 
@@ -60,6 +63,10 @@ class LocalRay:
         env.update(PATH=os.pathsep.join([str(bindir), env.get("PATH", "")]),
                    RAY_worker_niceness="0")
         env.setdefault("RAY_AUTH_MODE", "token")
+        # the GCS keeps the events of the last N tasks for the dashboard (Ray's default
+        # 100,000): every actor call is a task, so a busy service grew the GCS ~3 MB a
+        # minute until the cap; 10,000 keeps minutes of history at a tenth of the memory
+        env.setdefault("RAY_task_events_max_num_task_in_gcs", str(GCS_TASK_EVENTS))
         if env["RAY_AUTH_MODE"] == "token":
             self._ensure_token(bindir, env)
         log = self._settings.data_dir / "ray-head.log"

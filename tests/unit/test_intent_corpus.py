@@ -3,19 +3,27 @@
 Each utterance is one class: remember, forget, change, fact (with the expected key and
 value), secret (with the secret that must not be stored) or none (questions, the assistant's
 guesses, chit-chat, acknowledgements). Run with ``-s`` to see the per-class figures.
+
+The optional LLM extractor takes the same tests when an OpenAI-compatible endpoint is named
+(``STRATA_TEST_LLM_BASE_URL``, ``STRATA_TEST_LLM_MODEL``, ``STRATA_TEST_LLM_API_KEY``); its
+rule fallback is disabled there, so a failed call fails the test instead of scoring the rules.
+This machine reaches no such endpoint (no model weights, no internet), so those cases skip.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from strata.extract.base import Candidate, Intent
+from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.filters import WriteFilter
+from strata.extract.llm import LLMExtractor
 from strata.extract.pii import find_pii
 from strata.extract.rules import RuleExtractor
 from strata.models import MemoryKind, Role, Turn
@@ -30,10 +38,31 @@ def _rows() -> list[dict[str, Any]]:
             if line.strip()]
 
 
-def _extract(row: dict[str, Any]) -> list[Candidate]:
+class _NoFallback:
+    """The LLM extractor's fallback in these tests: a failed call is a failed test."""
+
+    def extract(self, turns: Sequence[Turn]) -> list[Candidate]:
+        raise AssertionError("the LLM call failed (see the warning in the log)")
+
+
+def _extractor(name: str) -> Extractor:
+    if name == "rules":
+        return RuleExtractor()
+    base_url = os.environ.get("STRATA_TEST_LLM_BASE_URL")
+    if not base_url:
+        pytest.skip("no OpenAI-compatible endpoint to score the LLM extractor with "
+                    "(set STRATA_TEST_LLM_BASE_URL and STRATA_TEST_LLM_MODEL)")
+    return LLMExtractor(base_url, os.environ.get("STRATA_TEST_LLM_API_KEY", ""),
+                        os.environ.get("STRATA_TEST_LLM_MODEL", ""), fallback=_NoFallback())
+
+
+EXTRACTORS = pytest.mark.parametrize("extractor_name", ["rules", "llm"])
+
+
+def _extract(row: dict[str, Any], extractor: Extractor | None = None) -> list[Candidate]:
     turn = Turn(turn_id="c:1", session_id="c", user_id="u", role=Role(row.get("role", "user")),
                 content=row["text"])
-    return RuleExtractor().extract([turn])
+    return (extractor or RuleExtractor()).extract([turn])
 
 
 def classify(text: str, candidates: list[Candidate]) -> str:
@@ -65,7 +94,9 @@ def test_corpus_is_bilingual_and_large_enough() -> None:
     assert all(r["class"] != "secret" or r["secret"] in r["text"] for r in rows)
 
 
-def test_rule_extractor_scores_on_the_corpus() -> None:
+@EXTRACTORS
+def test_extractor_scores_on_the_corpus(extractor_name: str) -> None:
+    extractor = _extractor(extractor_name)
     rows = _rows()
     gold: Counter[str] = Counter()
     predicted: Counter[str] = Counter()
@@ -73,7 +104,7 @@ def test_rule_extractor_scores_on_the_corpus() -> None:
     values = [0, 0]  # [right, expected]
     misses = []
     for row in rows:
-        candidates = _extract(row)
+        candidates = _extract(row, extractor)
         got = classify(row["text"], candidates)
         gold[row["class"]] += 1
         predicted[got] += 1
@@ -102,10 +133,11 @@ def test_rule_extractor_scores_on_the_corpus() -> None:
     assert accuracy >= MIN_SCORE
 
 
+@EXTRACTORS
 @pytest.mark.parametrize("row", [r for r in _rows() if r["class"] == "secret"],
                          ids=lambda r: r["text"][:30])
-def test_no_secret_reaches_long_term_memory(row: dict[str, Any]) -> None:
+def test_no_secret_reaches_long_term_memory(row: dict[str, Any], extractor_name: str) -> None:
     """Every stored field of every kept candidate is free of the secret, in any case."""
-    report = WriteFilter().apply(_extract(row))
+    report = WriteFilter().apply(_extract(row, _extractor(extractor_name)))
     secret = row["secret"].lower()
     assert all(secret not in _stored_fields(c) for c in report.kept), report.kept
