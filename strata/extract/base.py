@@ -49,6 +49,8 @@ class Candidate(BaseModel):
     agent: str | None = None    # the agent that learned it (``attribute``)
     visibility: Visibility = "shared"
     shared_with: list[str] = Field(default_factory=list)
+    # a client's own fields (the memories API); Strata's keys (type, count, …) win
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class Extractor(Protocol):

@@ -82,7 +82,8 @@ class EpisodeStore:
         item = MemoryItem(id=new_id, kind=MemoryKind.EPISODE, text=candidate.text,
                           confidence=candidate.confidence, source=candidate.source,
                           scope_tags=candidate.scope_tags, provenance=candidate.provenance,
-                          created_at=now, updated_at=now, event_time=when, metadata=metadata,
+                          created_at=now, updated_at=now, event_time=when,
+                          metadata={**candidate.metadata, **metadata},
                           **attribution(candidate))
         self._vectors.upsert(Collection.EPISODES, scope,
                              [to_record(item, vector, self._embedder.model_id)])

@@ -256,7 +256,8 @@ class LongTermMemory:
                                   text=body.text or f"{body.key}: {value}",
                                   confidence=body.confidence, source=body.source,
                                   intent=Intent.REMEMBER, scope_tags=body.scope_tags,
-                                  provenance=provenance, event_time=utcnow())
+                                  provenance=provenance, event_time=utcnow(),
+                                  metadata=body.metadata)
         else:
             if not body.text:
                 raise InvalidInput("an episode needs text")
@@ -265,7 +266,8 @@ class LongTermMemory:
             candidate = Candidate(kind=MemoryKind.EPISODE, text=body.text,
                                   confidence=body.confidence, source=body.source,
                                   scope_tags=body.scope_tags, provenance=provenance,
-                                  event_time=utcnow(), episode_type=body.metadata.get("type"))
+                                  event_time=utcnow(), episode_type=body.metadata.get("type"),
+                                  metadata=body.metadata)
         if body.visibility in ("private", "agents") and not body.agent:
             raise InvalidInput(f"a {body.visibility} memory needs its agent (a key bound to an "
                                "agent, or agent in the body)")

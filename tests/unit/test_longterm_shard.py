@@ -130,3 +130,16 @@ def test_procedure_cap_and_same_condition(shard: SessionShardService) -> None:
     with pytest.raises(LimitExceeded):
         shard.create_memory(U, MemoryCreate(kind=MemoryKind.PROCEDURE, key="x",
                                             metadata={"keywords": ["x"]}))
+
+
+def test_memories_api_keeps_the_clients_metadata(shard: SessionShardService) -> None:
+    """A client's metadata is stored with a fact or an episode; Strata's own keys win."""
+    fact = shard.create_memory(U, MemoryCreate(kind=MemoryKind.FACT, key="drink", value="tea",
+                                               metadata={"origin": "crm", "mentions": 9}))
+    episode = shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE, text="Bought a kettle",
+                                                  metadata={"origin": "crm", "count": 5}))
+    assert fact["memory"]["metadata"] == {"origin": "crm", "mentions": 1}
+    assert episode["memory"]["metadata"]["origin"] == "crm"
+    assert episode["memory"]["metadata"]["count"] == 1
+    listed = {m.id: m.metadata for m in shard.list_memories(U, None, None, None, 10)}
+    assert listed[fact["memory"]["id"]]["origin"] == "crm"
