@@ -6,12 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 import ray
+from local_ray import init_local_ray
 
 
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[None]:
-    ray.init(address="local", num_cpus=2, object_store_memory=256 * 1024 * 1024,
-             namespace="test",
-             include_dashboard=False, log_to_driver=False)
+    init_local_ray("test")
     yield
     ray.shutdown()

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import ray
+from local_ray import init_local_ray
 from playwright.sync_api import Browser, expect, sync_playwright
 from ui_harness import Strata, Watched
 
@@ -62,8 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Strata]:
     # module scope: another folder's session-wide Ray (tests/ray) is reused, never re-inited
     own_ray = not ray.is_initialized()
     if own_ray:
-        ray.init(address="local", num_cpus=2, object_store_memory=256 * 1024 * 1024,
-                 namespace="test-ui", include_dashboard=False, log_to_driver=False)
+        init_local_ray("test-ui")
     tmp = tmp_path_factory.mktemp("ui")
     redis_server = EmbeddedRedis(tmp / "redis").start()
     port = free_port()
