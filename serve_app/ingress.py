@@ -301,7 +301,8 @@ class IngressService(InspectorRoutes):
         scope = scope_for(principal, body.user_id)
         ack = await _resolve(self._shards.for_scope(scope).append_turn.remote(
             scope, session_id, body.role, body.content, body.created_at, body.metadata,
-            body.turn_id, body.context, principal.agent_for(body.agent)))
+            body.turn_id, body.context, principal.agent_for(body.agent),
+            principal.viewer(body.agent)))
         result: dict[str, Any] = ack.model_dump(mode="json")
         return result
 
@@ -311,10 +312,13 @@ class IngressService(InspectorRoutes):
         """Many turns of one session in order, acknowledged once all are durable."""
         principal = self._principal(request)
         scope = scope_for(principal, body.user_id)
-        turns = [t.model_copy(update={"agent": principal.agent_for(t.agent)})
-                 for t in body.turns]
+        named = {t.agent for t in body.turns if t.agent}
+        if len(named) > 1:
+            raise InvalidInput(f"a batch is one agent's turns; it names {sorted(named)}")
+        agent = principal.agent_for(next(iter(named), None))
+        turns = [t.model_copy(update={"agent": agent}) for t in body.turns]
         acks = await _resolve(self._shards.for_scope(scope).append_turns.remote(
-            scope, session_id, turns))
+            scope, session_id, turns, principal.viewer(agent)))
         return TurnBatchResponse(session_id=session_id, acks=acks)
 
     @api.post("/v1/sessions/{session_id}/close")

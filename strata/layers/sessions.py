@@ -227,15 +227,18 @@ class SessionShardService(LongTermShardOps):
     def append_turn(self, scope: Scope, session_id: str, role: str, content: str,
                     created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
                     turn_id: str | None = None, context: str | None = None,
-                    agent: str | None = None) -> TurnAck:
-        """Append a turn: WAL first, then the window; returns once Redis has the turn."""
+                    agent: str | None = None, caller: str | None = None) -> TurnAck:
+        """Append a turn: WAL first, then the window; returns once Redis has the turn.
+        ``caller``: whose view the call has (``Principal.viewer``; None: the turn's agent) —
+        a session of an agent takes turns from that agent only."""
         parsed_role = self._validate_turn(session_id, role, content, turn_id, metadata)
         turn = TurnIn(role=role, content=content, created_at=created_at,
                       metadata=metadata or {}, turn_id=turn_id, context=context, agent=agent)
-        return self._append(scope, session_id, [(parsed_role, turn)])[0]
+        return self._append(scope, session_id, [(parsed_role, turn)], caller)[0]
 
     def append_turns(self, scope: Scope, session_id: str,
-                     turns: Sequence[TurnIn | Mapping[str, Any]]) -> list[TurnAck]:
+                     turns: Sequence[TurnIn | Mapping[str, Any]],
+                     caller: str | None = None) -> list[TurnAck]:
         """Append many turns of one session, in order; returns once Redis has all of them.
 
         Every turn is validated first: one bad turn rejects the batch and nothing is written.
@@ -248,7 +251,8 @@ class SessionShardService(LongTermShardOps):
             raise InvalidInput(f"a batch holds 1 to {limit} turns (STRATA_MAX_BATCH_TURNS); "
                                f"got {len(turns)}")
         return self._append(scope, session_id,
-                            [self._parse_batch_turn(session_id, i, t) for i, t in enumerate(turns)])
+                            [self._parse_batch_turn(session_id, i, t) for i, t in enumerate(turns)],
+                            caller)
 
     def _parse_batch_turn(self, session_id: str, index: int,
                           raw: TurnIn | Mapping[str, Any]) -> tuple[Role, TurnIn]:
@@ -263,15 +267,15 @@ class SessionShardService(LongTermShardOps):
         except InvalidInput as exc:
             raise InvalidInput(f"turn {index}: {exc.detail}") from None
 
-    def _append(self, scope: Scope, session_id: str,
-                batch: list[tuple[Role, TurnIn]]) -> list[TurnAck]:
+    def _append(self, scope: Scope, session_id: str, batch: list[tuple[Role, TurnIn]],
+                caller: str | None = None) -> list[TurnAck]:
         """Validated turns in order: known ids are duplicates, the new turns go to the WAL in
         one round trip, then to the window, each with its explicit intents."""
         with self._lock:
             entry = self._get(scope, session_id, create=True)
             state = entry.memory.state
             for _, asked in batch:
-                _check_agent(state.agent, asked.agent, session_id)
+                _check_agent(state.agent, asked.agent if caller is None else caller, session_id)
             key = session_key(scope, session_id)
             fresh = self._new_turns(scope, key, entry.memory, batch)
             new = [t for t in fresh if t is not None]

@@ -144,5 +144,10 @@ def test_another_agents_session_is_closed_to_it(shard: SessionShardService) -> N
         shard.view(U, "p", viewer="coach")
     with pytest.raises(Forbidden):
         shard.append_turn(U, "p", "user", "hi", agent="coach")
+    with pytest.raises(Forbidden):  # a key of no agent (not an admin) names none
+        shard.append_turn(U, "p", "user", "hi", caller="")
+    with pytest.raises(Forbidden):
+        shard.append_turns(U, "p", [{"role": "user", "content": "hi"}], caller="coach")
+    shard.append_turn(U, "p", "user", "an admin's note")  # caller None: an admin
     assert shard.view(U, "p", viewer="planner").agent == "planner"
-    assert shard.view(U, "p").turn_count == 1  # an admin
+    assert shard.view(U, "p").turn_count == 2  # an admin
