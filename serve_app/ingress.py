@@ -54,6 +54,7 @@ from strata.models import (
     check_agent,
     check_name,
     context_name,
+    is_visible,
     utcnow,
 )
 from strata.portability import (
@@ -172,8 +173,12 @@ _EXPORT_BODY = {"requestBody": {"required": True, "description": "an export (JSO
                                             "text/plain": {"schema": {"type": "string"}}}}}
 
 
-def _read_user(vectors: Any, tenant: str, user: str) -> list[MemoryItem]:
-    return list(read_scope(vectors, Scope(tenant=tenant, user=user)))
+def _read_user(vectors: Any, tenant: str, user: str,
+               viewer: str | None = None) -> list[MemoryItem]:
+    """A user's memories, those ``viewer`` may see (``Principal.viewer``; None: all)."""
+    return [item for item in read_scope(vectors, Scope(tenant=tenant, user=user))
+            if viewer is None or is_visible(item.model_dump(
+                mode="json", include={"agent", "visibility", "shared_with"}), viewer)]
 
 
 def _agent_param(agent: str | None) -> str | None:
@@ -482,9 +487,6 @@ class IngressService(InspectorRoutes):
             self._shards.at(index).reinforce_many.remote(batch)
 
     # -- memories ------------------------------------------------------------------------------
-    def _memory_scope(self, request: Request, user_id: str) -> Scope:
-        return scope_for(self._principal(request), user_id)
-
     async def _changeable(self, request: Request, user_id: str, memory_id: str,
                           agent: str | None) -> tuple[Scope, str | None]:
         """The scope of a change to a memory the key may change, and whose view it acts in:
@@ -612,7 +614,8 @@ class IngressService(InspectorRoutes):
         return {"deleted_user": user_id, **result}
 
     # -- export and import (strata.portability) ------------------------------------------------
-    async def _export(self, tenant: str, users: list[str]) -> JsonLines:
+    async def _export(self, tenant: str, users: list[str],
+                      viewer: str | None = None) -> JsonLines:
         """The users' memories as JSON Lines, read from the durable store once each shard has
         written its pending reinforcements (access counts)."""
         info = await self._embedder_info()
@@ -622,22 +625,25 @@ class IngressService(InspectorRoutes):
                                for i in sorted(shards)))
         header = ExportHeader(embed_model=str(info["model_id"]), exported_at=utcnow(),
                               tenant=tenant, users=users)
-        first = await asyncio.to_thread(_read_user, vectors, tenant, users[0]) if users else []
+        first = (await asyncio.to_thread(_read_user, vectors, tenant, users[0], viewer)
+                 if users else [])
 
         async def lines() -> AsyncIterator[str]:
             yield header_line(header)
             for n, user in enumerate(users):  # one user in memory at a time
                 items = first if n == 0 else await asyncio.to_thread(
-                    _read_user, vectors, tenant, user)
+                    _read_user, vectors, tenant, user, viewer)
                 yield "".join(memory_lines(user, items))
 
         return JsonLines(lines())
 
     @api.get("/v1/users/{user_id}/export", response_class=JsonLines)
     async def export_user(self, user_id: str, request: Request) -> JsonLines:
-        """The user's memories (every kind and status) as JSON Lines."""
-        scope = self._memory_scope(request, user_id)
-        return await self._export(scope.tenant, [scope.user])
+        """The user's memories (every kind and status) as JSON Lines — those the calling
+        agent may see."""
+        principal = self._principal(request)
+        scope = scope_for(principal, user_id)
+        return await self._export(scope.tenant, [scope.user], principal.viewer())
 
     @api.get("/v1/export", response_class=JsonLines)
     async def export_tenant(self, request: Request) -> JsonLines:

@@ -428,6 +428,9 @@ def test_agents_of_one_tenant_share_what_the_user_states_and_keep_the_rest(api: 
     probe = api.http.post("/v1/recall", headers=COACH, json={
         "user_id": "max", "query": "knee", "agent": "planner"})
     assert probe.status_code == 403, probe.text
+    exported = api.http.get("/v1/users/max/export", headers=COACH)
+    assert exported.status_code == 200 and "Berlin marathon" in exported.text
+    assert "knee" not in exported.text and "early riser" not in exported.text
     turn = api.http.post("/v1/sessions/p1/turns", headers=COACH, json={
         "user_id": "max", "role": "user", "content": "hello"})
     assert turn.status_code in (403, 409), turn.text  # not the coach's (and closed)
