@@ -411,7 +411,8 @@ export interface paths {
         };
         /**
          * Export User
-         * @description The user's memories (every kind and status) as JSON Lines.
+         * @description The user's memories (every kind and status) as JSON Lines — those the calling
+         *     agent may see.
          */
         get: operations["export_user_v1_users__user_id__export_get"];
         put?: never;
