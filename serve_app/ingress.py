@@ -54,7 +54,6 @@ from strata.models import (
     check_agent,
     check_name,
     context_name,
-    is_visible,
     utcnow,
 )
 from strata.portability import (
@@ -177,8 +176,7 @@ def _read_user(vectors: Any, tenant: str, user: str,
                viewer: str | None = None) -> list[MemoryItem]:
     """A user's memories, those ``viewer`` may see (``Principal.viewer``; None: all)."""
     return [item for item in read_scope(vectors, Scope(tenant=tenant, user=user))
-            if viewer is None or is_visible(item.model_dump(
-                mode="json", include={"agent", "visibility", "shared_with"}), viewer)]
+            if item.visible_to(viewer)]
 
 
 def _agent_param(agent: str | None) -> str | None:

@@ -193,6 +193,11 @@ class MemoryItem(BaseModel):
     visibility: Visibility = "shared"
     shared_with: list[str] = Field(default_factory=list)
 
+    def visible_to(self, viewer: str | None) -> bool:
+        """``is_visible`` for this memory (``viewer`` None: every memory is)."""
+        return viewer is None or is_visible({"agent": self.agent, "visibility": self.visibility,
+                                             "shared_with": self.shared_with}, viewer)
+
 
 class KnowledgeChunk(BaseModel):
     """One chunk of a knowledge-base document, versioned per (doc_id, position)."""

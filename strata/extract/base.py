@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from strata.models import MemoryKind, Provenance, Role, Source, Turn, Visibility
+from strata.models import MemoryItem, MemoryKind, Provenance, Role, Source, Turn, Visibility
 
 __all__ = ["PERSONAL_KEYS", "Candidate", "Extractor", "Intent", "attribute", "attributed",
            "attribution"]
@@ -98,7 +98,8 @@ def attributed(cand: Candidate, agent: str | None, context: str | None,
     return cand.model_copy(update=update)
 
 
-def attribution(candidate: Candidate) -> dict[str, Any]:
-    """The memory fields a candidate's ``attribute`` set (for ``MemoryItem(**…)``)."""
-    return {"context": candidate.context, "agent": candidate.agent,
-            "visibility": candidate.visibility, "shared_with": list(candidate.shared_with)}
+def attribution(source: Candidate | MemoryItem) -> dict[str, Any]:
+    """The context and sharing fields of a candidate (what ``attribute`` set, for
+    ``MemoryItem(**…)``) or of a memory (what a new version of it keeps)."""
+    return {"context": source.context, "agent": source.agent,
+            "visibility": source.visibility, "shared_with": list(source.shared_with)}

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from strata.conflict import ConflictResolver
 from strata.errors import Forbidden, InvalidInput, NotFound
-from strata.extract.base import PERSONAL_KEYS, Candidate, Intent, attributed
+from strata.extract.base import PERSONAL_KEYS, Candidate, Intent, attributed, attribution
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
@@ -155,12 +155,6 @@ def _procedure_spec(metadata: dict[str, Any]) -> ProcedureSpec:
             f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
 
 
-def _kept(item: MemoryItem) -> dict[str, Any]:
-    """A memory's context and sharing, as a new version of it keeps them."""
-    return {"context": item.context, "agent": item.agent, "visibility": item.visibility,
-            "shared_with": list(item.shared_with)}
-
-
 def _sharing(item: MemoryItem, patch: MemoryPatch, viewer: str | None) -> dict[str, Any]:
     """The context and sharing a patch changes. Only the memory's own agent (or an admin,
     ``viewer`` None) changes who sees it; a private memory needs an agent."""
@@ -236,7 +230,7 @@ class LongTermMemory:
         collection, item = self.find(scope, memory_id, viewer)
         if collection is Collection.FACTS:
             return [v for v in self.facts.history(scope, memory_id)
-                    if viewer is None or is_visible(v.model_dump(mode="json"), viewer)]
+                    if v.visible_to(viewer)]
         return [item]
 
     # -- writes ----------------------------------------------------------------------------
@@ -306,7 +300,7 @@ class LongTermMemory:
                 source=Source.USER_STATED, intent=Intent.OVERRIDE,
                 scope_tags=patch.scope_tags if patch.scope_tags is not None else item.scope_tags,
                 provenance=Provenance(session_id=f"edit-{utcnow().timestamp()}"),
-                event_time=utcnow(), **{**_kept(item), **sharing})
+                event_time=utcnow(), **{**attribution(item), **sharing})
             return self.facts.apply(scope, candidate).item
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if patch.text:
