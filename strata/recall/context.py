@@ -26,16 +26,21 @@ HEADERS = {"working": "## Working memory", "long_term": "## Long-term memory",
            "knowledge": "## Knowledge base"}
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def _date(when: datetime | None) -> str:
-    return when.strftime("%Y-%m-%d") if when else "undated"
+    """``3 Mar 2026``: unambiguous in every locale, and fewer tokens than ``2026-03-03``."""
+    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}" if when else "undated"
 
 
 def label(item: ScoredItem) -> str:
-    """``[fact · 2026-11-30] text`` — the source and date of every line; what the agent
-    inferred says so (``[fact · inferred · …]``), never passing for what the user stated."""
+    """``[fact 30 Nov 2026] text`` — the source and date of every line; what the agent
+    inferred says so (``[fact · inferred 30 Nov 2026]``), never passing for what the user
+    stated."""
     inferred = " · inferred" if item.source == "inferred" else ""
     context = f" · {item.context}" if item.context else ""
-    return f"[{item.kind}{inferred}{context} · {_date(item.created_at)}] {item.text}"
+    return f"[{item.kind}{inferred}{context} {_date(item.created_at)}] {item.text}"
 
 
 def _trimmed(text: str, tokens: int) -> str:
@@ -57,7 +62,7 @@ def _trimmed(text: str, tokens: int) -> str:
 
 def correction_label(correction: ScoredItem) -> str:
     """The line under a knowledge chunk this user corrected: what the user said instead."""
-    return f"[the user's correction · {_date(correction.created_at)}] {correction.text}"
+    return f"[the user's correction {_date(correction.created_at)}] {correction.text}"
 
 
 class ContextBuilder:
@@ -106,7 +111,7 @@ class ContextBuilder:
             self.add("working", f"[task state] {redact(str(goal))}", limit=limit)
         for turn in pinned:
             if turn.turn_id not in in_window:
-                self.add("working", f"[pinned · {_date(turn.created_at)}] "
+                self.add("working", f"[pinned {_date(turn.created_at)}] "
                          f"{redact(turn.content)}", limit=limit)
         if summary:  # what the window no longer holds: kept, trimmed to its share
             line = _trimmed(f"[summary] {redact(summary)}", int(limit * SUMMARY_SHARE))
@@ -116,7 +121,7 @@ class ContextBuilder:
         used = self._used
         for turn in reversed(window):
             text = redact(turn.content)
-            line = f"[{turn.role.value} · {_date(turn.created_at)}] {text}"
+            line = f"[{turn.role.value} {_date(turn.created_at)}] {text}"
             if not self._fits("working", line, limit):
                 break
             self._append("working", line)

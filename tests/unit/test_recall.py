@@ -89,8 +89,8 @@ def test_context_order_labels_and_items(world) -> None:  # type: ignore[no-untyp
     ctx = resp.context  # type: ignore[attr-defined]
     assert ctx.index("## Working memory") < ctx.index("## Long-term memory") < ctx.index(
         "## Knowledge base")
-    assert "[fact · " in ctx and "I'm allergic to peanuts" in ctx
-    assert "[kb:menu · 2026-01-01]" in ctx
+    assert "[fact " in ctx and "I'm allergic to peanuts" in ctx
+    assert "[kb:menu 1 Jan 2026]" in ctx
     layers = [i.layer for i in resp.items]  # type: ignore[attr-defined]
     assert layers[0] == "working" and "facts" in layers and "knowledge" in layers
 

@@ -99,7 +99,7 @@ def test_working_memory_is_redacted_when_rendered() -> None:
 
 def test_the_builder_keeps_its_budget_in_estimated_tokens() -> None:
     builder = ContextBuilder(60)
-    lines = [f"[fact · 2026-11-30] line {i} about the kitchen renovation schedule"
+    lines = [f"[fact 30 Nov 2026] line {i} about the kitchen renovation schedule"
              for i in range(20)]
     added = [builder.add("long_term", line) for line in lines]
     assert any(added) and not all(added)

@@ -36,7 +36,7 @@ def _sample() -> list[str]:
             if line.strip()]
     for doc in sorted(DEMO.glob("*.md")):
         rows += [s for s in re.split(r"(?<=[.。!?])\s+|\n+", doc.read_text()) if s.strip()]
-    rows += [f"[{kind} · 2026-11-30] {text}" for kind, text in zip(
+    rows += [f"[{kind} 30 Nov 2026] {text}" for kind, text in zip(
         ["fact", "episode", "kb:demo/strata-quickstart", "user"], rows[:4], strict=True)]
     return rows
 
