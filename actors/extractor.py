@@ -1,4 +1,6 @@
-"""Extractor actors: consume the long-term write queues and write through the user's shard."""
+"""Extraction consumer actors: consume the long-term write queues and write through the
+user's shard. (Not an ``strata.extract.base.Extractor``: that protocol turns turns into
+candidates; this actor runs the ``ExtractionWorker`` loops that call one.)"""
 
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from strata.models import Scope
 from strata.settings import Settings
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
-__all__ = ["Extractor", "ExtractorActor", "start_extractors"]
+__all__ = ["ExtractionConsumer", "ExtractionConsumerActor", "start_extractors"]
 
 logger = logging.getLogger(__name__)
 
 
-class Extractor:
+class ExtractionConsumer:
     """A consumer loop over both queues; the writes happen in the user's shard."""
 
     def __init__(self, settings: dict[str, Any], namespace: str | None, consumer: str,
@@ -71,11 +73,12 @@ class Extractor:
         self._stop.set()
 
 
-ExtractorActor = ray.remote(max_restarts=-1, num_cpus=0, max_concurrency=2)(Extractor)
+ExtractionConsumerActor = ray.remote(max_restarts=-1, num_cpus=0, max_concurrency=2)(
+    ExtractionConsumer)
 
 
 def start_extractors(settings: Settings, count: int, namespace: str | None) -> list[Any]:
     dumped = settings.model_dump(mode="json")
-    return [ExtractorActor.options(  # type: ignore[attr-defined]
+    return [ExtractionConsumerActor.options(  # type: ignore[attr-defined]
         name=f"strata-extractor-{i}", namespace=namespace, get_if_exists=True,
         lifetime="detached").remote(dumped, namespace, f"extractor-{i}") for i in range(count)]

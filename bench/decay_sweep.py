@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common.milvus_lite_engine import release
 from strata.layers.decay import DecayPolicy, plan_sweep
 from strata.layers.records import to_record
 from strata.models import Collection, MemoryItem, MemoryKind, Scope
@@ -212,8 +213,7 @@ def run_size(memories: int, users: int, reps: int, sessions: int,
                   f"all {res['plan_all_s']}", flush=True)
         store.close()
         # milvus-lite keeps the file's server (and lock) in this process until released
-        from milvus_lite.server_manager import server_manager_instance
-        server_manager_instance.release_server(db)
+        release(db)
         res["job"] = sweep_job(db, users, sessions, work, skip_dry)
         res["load_avg_end"] = os.getloadavg()[0]
     finally:

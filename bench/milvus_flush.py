@@ -42,6 +42,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common.milvus_lite_engine import (
+    bg_marker,
+    engine_collection,
+    memtable_rows,
+    release,
+    segment_count,
+    wait_background,
+)
 from strata.models import Collection, Scope, StoredRecord
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
 
@@ -83,59 +91,6 @@ def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values) * 1000.0, q)) if values else float("nan")
-
-
-# -- reaching into milvus-lite (optional: only for sanity checks and waiting on the bg worker) --
-def _engine_collection(path: str, name: str) -> Any:
-    """The in-process milvus-lite Collection behind ``path`` (None if the internals moved)."""
-    try:
-        from milvus_lite import server_manager_instance as mgr  # type: ignore[import-untyped]
-
-        _server, db, _port = mgr._servers[os.path.abspath(path)]
-        return db.get_collection(name)
-    except Exception:
-        return None
-
-
-def _memtable_rows(col: Any) -> int | None:
-    try:
-        return int(col._memtable.size()) if col is not None else None
-    except Exception:
-        return None
-
-
-def _segment_count(col: Any) -> int | None:
-    try:
-        return len(col._segments_snapshot()) if col is not None else None
-    except Exception:
-        return None
-
-
-def _wait_background(col: Any, fallback_s: float = 3.0) -> float:
-    """Wait for milvus-lite's post-flush compaction + index build; returns the seconds waited."""
-    started = time.perf_counter()
-    try:
-        col._wait_for_bg(timeout=600)
-    except Exception:
-        time.sleep(fallback_s)
-    return time.perf_counter() - started
-
-
-def _bg_marker(col: Any) -> Any | None:
-    """A future that completes once milvus-lite's (single-threaded) bg worker is idle."""
-    try:
-        return col._bg_executor.submit(lambda: None)
-    except Exception:
-        return None
-
-
-def _release(path: str) -> None:
-    try:
-        from milvus_lite import server_manager_instance as mgr
-
-        mgr.release_server(path)
-    except Exception:
-        pass
 
 
 # -- one measured case ----------------------------------------------------------------------
@@ -229,7 +184,7 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
             dt = time.perf_counter() - t0
             insert_s += dt
             last_rate = len(recs) / dt
-        col = _engine_collection(path, store.name(COLLECTION))
+        col = engine_collection(path, store.name(COLLECTION))
 
         def dense(i: int) -> object:
             return store.search_dense(COLLECTION, query_scope, qvecs[i].tolist(), K)
@@ -239,7 +194,7 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
 
         unflushed = Latencies(_time_queries(dense, args.queries, args.warmup),
                               _time_queries(lexical, args.queries, args.warmup))
-        engine_unflushed = _memtable_rows(col)
+        engine_unflushed = memtable_rows(col)
         absent = [f"absent{i}" for i in range(args.batch)]
 
         def id_check() -> float:
@@ -256,7 +211,7 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
         store.flush(COLLECTION)
         flush_done = time.perf_counter()
         flush_s = flush_done - t0
-        marker = _bg_marker(col)
+        marker = bg_marker(col)
         t0 = time.perf_counter()
         dense(-8)
         first_after = time.perf_counter() - t0
@@ -265,7 +220,7 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
             t0 = time.perf_counter()
             dense(len(during) % args.queries)
             during.append(time.perf_counter() - t0)
-        _wait_background(col)
+        wait_background(col)
         settle = time.perf_counter() - flush_done
 
         flushed = Latencies(_time_queries(dense, args.queries, args.warmup),
@@ -288,7 +243,7 @@ def run_once(n: int, layout: str, args: argparse.Namespace, seed: int) -> dict[s
         }
     finally:
         store.close()
-        _release(path)
+        release(path)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -330,7 +285,7 @@ def run_fragment(total: int, every: int, args: argparse.Namespace) -> dict[str, 
     tmp = tempfile.mkdtemp(prefix="strata-bench-")
     store, path = _open(tmp)
     try:
-        col = _engine_collection(path, store.name(COLLECTION))
+        col = engine_collection(path, store.name(COLLECTION))
         flushes: list[float] = []
         write_s = 0.0
         for s in range(0, total, every):
@@ -343,9 +298,9 @@ def run_fragment(total: int, every: int, args: argparse.Namespace) -> dict[str, 
             t2 = time.perf_counter()
             flushes.append(t2 - t1)
             write_s += t2 - t0
-        segments_before = _segment_count(col)
-        settle = _wait_background(col)
-        segments_after = _segment_count(col)
+        segments_before = segment_count(col)
+        settle = wait_background(col)
+        segments_after = segment_count(col)
 
         def dense(i: int) -> object:
             return store.search_dense(COLLECTION, scope, qvecs[i].tolist(), K)
@@ -366,7 +321,7 @@ def run_fragment(total: int, every: int, args: argparse.Namespace) -> dict[str, 
         }
     finally:
         store.close()
-        _release(path)
+        release(path)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -59,6 +59,8 @@ import redis.asyncio as aioredis
 
 from actors.directory import ShardDirectory
 from actors.store_owner import OWNER_NAME
+from bench.common.local_app import start_local_app
+from bench.common.server import revision
 from serve_app import main as serve_main
 from strata.models import Role, Scope, Turn, utcnow
 from strata.settings import Settings
@@ -385,19 +387,6 @@ def python_footprint(shard: Any) -> dict[str, int]:
     return {"bytes": total, "sessions": len(shard._sessions)}
 
 
-def wait_ready(base: str, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{base}/readyz never answered 200")
-        time.sleep(0.5)
-
-
 # -- output -----------------------------------------------------------------------------------
 def _f(x: float, nd: int = 2) -> str:
     return "-" if np.isnan(x) else f"{x:,.{nd}f}"
@@ -460,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"ray {ray.__version__}, redis-server {rclient.info('server')['redis_version']}, "
           f"redis-py {redis.__version__}, httpx {httpx.__version__}, "
           f"python {platform.python_version()}, {os.cpu_count()} cpus, "
-          f"load avg {os.getloadavg()[0]:.2f}; strata {_revision()}", flush=True)
+          f"load avg {os.getloadavg()[0]:.2f}; strata {revision()}", flush=True)
     serve_started = False
     handles: list[Any] = []
     try:
@@ -497,15 +486,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # the whole app, as `strata serve` runs it: store owner, shard pool, Serve app
         t0 = time.perf_counter()
-        ray.init(address="local", num_cpus=os.cpu_count(), namespace=serve_main.NAMESPACE,
-                 object_store_memory=256 * 1024 * 1024, include_dashboard=False,
-                 log_to_driver=False)
         serve_started = True
-        serve_main.start(settings)
-        base = f"http://127.0.0.1:{settings.http_port}"
-        wait_ready(base)
-        directory = ShardDirectory.start(settings_json, shards, serve_main.NAMESPACE)
-        handles = directory.handles
+        app = start_local_app(settings, object_store_mb=256, ready_timeout_s=120)
+        base, directory, handles = app.base, app.shards, app.handles
         pids = ray.get([h.pid.remote() for h in handles])
         print(f"  app ready (store owner, {shards} shards, Serve) "
               f"[{time.perf_counter() - t0:.0f} s]", flush=True)
@@ -623,21 +606,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         rclient.close()
         redis_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _revision() -> str:
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "strata",
-                                "actors", "serve_app"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
-    except Exception:
-        return "(unknown revision)"
-    return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
 def _teardown(serve_started: bool, handles: Sequence[Any]) -> None:

@@ -8,6 +8,9 @@ client over stdio, through the same ``Client``.
 
 The API key option is ``--api-key`` (``--key`` before the subcommand still works): the
 ``remember`` subcommand's ``--key`` is the fact's key, stored under its own name.
+
+``main(argv, transport=...)`` sends the HTTP commands' requests through the given httpx
+transport (an ``httpx.MockTransport`` in tests) instead of the network.
 """
 
 from __future__ import annotations
@@ -42,9 +45,9 @@ def _api_key(args: argparse.Namespace) -> str:
     return str(args.api_key or os.environ.get("STRATA_API_KEY") or "dev")
 
 
-def _client(args: argparse.Namespace) -> Client:
-    return Client(_url(args), api_key=_api_key(args),
-                  retry=RetryPolicy(attempts=args.attempts))
+def _client(args: argparse.Namespace, timeout_s: float = 30.0) -> Client:
+    return Client(_url(args), api_key=_api_key(args), timeout_s=timeout_s,
+                  transport=args.transport, retry=RetryPolicy(attempts=args.attempts))
 
 
 def _print(data: Any) -> None:
@@ -148,8 +151,7 @@ def _eval(args: argparse.Namespace) -> int:
     from strata.eval.locomo import evaluate, format_table
 
     ks = [int(k) for k in args.k.split(",")]
-    client = _client(args)
-    client._http.timeout = httpx.Timeout(120)
+    client = _client(args, timeout_s=120.0)
     report = evaluate(client, Path(args.data), ks, args.recipe,
                       limit_conversations=args.limit, reuse_tag=args.reuse_tag)
     print(format_table(report))
@@ -368,8 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None,
+         transport: httpx.BaseTransport | None = None) -> int:
+    """Run the ``strata`` command; ``transport`` carries the HTTP commands' requests
+    (default: the network)."""
     args = build_parser().parse_args(argv)
+    args.transport = transport
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not args.verbose:

@@ -14,7 +14,6 @@ __all__ = [
     "AgentName",
     "Collection",
     "ContextName",
-    "KnowledgeChunk",
     "MemoryItem",
     "MemoryKind",
     "MemoryStatus",
@@ -197,22 +196,6 @@ class MemoryItem(BaseModel):
         """``is_visible`` for this memory (``viewer`` None: every memory is)."""
         return viewer is None or is_visible({"agent": self.agent, "visibility": self.visibility,
                                              "shared_with": self.shared_with}, viewer)
-
-
-class KnowledgeChunk(BaseModel):
-    """One chunk of a knowledge-base document, versioned per (doc_id, position)."""
-
-    id: str
-    doc_id: str
-    position: int = Field(ge=0)
-    version: int = Field(default=1, ge=1)
-    title: str = ""
-    text: str
-    content_hash: str
-    status: MemoryStatus = MemoryStatus.PENDING
-    embed_model: str = ""
-    created_at: datetime = Field(default_factory=utcnow)
-    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class StoredRecord(BaseModel):

@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
+from bench.common import server
 from strata import Client, RetryPolicy
 from strata.stores.redis_server import free_port
 
@@ -151,17 +150,8 @@ class RayCluster:
 
 
 def wait_ready(base: str, proc: subprocess.Popen[bytes] | None, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({proc.returncode})")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(2)
-    raise RuntimeError(f"{base} never became ready")
+    """``GET /readyz`` answers 200 (``bench.common.server.wait_ready``, ``proc`` alive)."""
+    server.wait_ready(base, timeout_s, alive=proc)
 
 
 class TurnLoad:

@@ -18,6 +18,8 @@ from types import TracebackType
 
 import httpx
 
+from bench.common.process_cpu import process_tree, tree_cpu_seconds
+
 __all__ = ["StrataServer", "free_port", "port_in_use", "revision", "wait_ready"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,31 +69,6 @@ def revision(root: Path = REPO) -> str:
     return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
-def _tree(root: int) -> list[int]:
-    """``root`` and every process below it (from /proc; Ray's workers are its children)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def wait_quiet(root: int, cores: float = 0.15, window_s: float = 10.0,
                timeout_s: float = 1800.0) -> dict[str, float]:
     """Wait until the process tree under ``root`` uses less than ``cores`` of CPU over a
@@ -101,10 +78,10 @@ def wait_quiet(root: int, cores: float = 0.15, window_s: float = 10.0,
     started = time.monotonic()
     share = float("inf")
     while time.monotonic() - started < timeout_s:
-        pids = _tree(root)
-        before = _cpu_seconds(pids)
+        pids = process_tree(root)
+        before = tree_cpu_seconds(pids)
         time.sleep(window_s)
-        share = (_cpu_seconds(pids) - before) / window_s
+        share = (tree_cpu_seconds(pids) - before) / window_s
         if share < cores:
             break
     return {"waited_s": round(time.monotonic() - started, 1), "last_cores": round(share, 3)}

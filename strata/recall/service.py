@@ -106,9 +106,11 @@ class RecallService:
         self._pool = (ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
                       if parallelism > 1 else None)
 
-    def _search(self, layer: str, scope: Scope, request: RecallRequest,
-                vector: list[float], recipe: RecallRecipe,
-                late: LateScorer | None, terms_of: TermsOf | None) -> list[SearchHit]:
+    def _layer_hits(self, layer: str, scope: Scope, request: RecallRequest,
+                    vector: list[float], recipe: RecallRecipe,
+                    late: LateScorer | None, terms_of: TermsOf | None) -> list[SearchHit]:
+        """A layer's candidates, unscored: what the agent may see of its collection; episodes
+        fused with their exchanges, procedures joined by those their keywords match."""
         collection = _COLLECTION[layer]
         target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
         statuses = ["active", "cold"] if request.include_cold else ["active"]
@@ -116,13 +118,14 @@ class RecallService:
         flt = RecordFilter(statuses=statuses,
                            visible_to=None if layer == "knowledge" else request.agent or "")
         if layer == "episodes":
-            turns = self._find(collection, target, request.query, vector, recipe, flt.model_copy(
-                update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
+            turns = self._search_collection(
+                collection, target, request.query, vector, recipe,
+                flt.model_copy(update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
             if recipe.exchange_weight <= 0:
                 return turns
-            exchanges = self._find(collection, target, request.query, vector, recipe,
-                                   flt.model_copy(update={"payload_equals": {
-                                       "metadata.type": EXCHANGE}}))
+            exchanges = self._search_collection(
+                collection, target, request.query, vector, recipe,
+                flt.model_copy(update={"payload_equals": {"metadata.type": EXCHANGE}}))
 
             def fetch(ids: list[str]) -> list[SearchHit]:
                 return score_ids(self._vectors, collection, target, vector, request.query, ids,
@@ -130,7 +133,7 @@ class RecallService:
 
             return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
                                       terms_of or tokenize)
-        hits = self._find(collection, target, request.query, vector, recipe, flt)
+        hits = self._search_collection(collection, target, request.query, vector, recipe, flt)
         if layer == "procedures" and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}
             extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
@@ -140,8 +143,9 @@ class RecallService:
                     if _keyword_match(h.record, request.query) else h for h in hits] + extra
         return hits
 
-    def _find(self, collection: Collection, target: Scope, query: str, vector: list[float],
-              recipe: RecallRecipe, flt: RecordFilter) -> list[SearchHit]:
+    def _search_collection(self, collection: Collection, target: Scope, query: str,
+                           vector: list[float], recipe: RecallRecipe,
+                           flt: RecordFilter) -> list[SearchHit]:
         """One search of one collection the recipe's way; raw similarities in ``parts``."""
         k = recipe.candidates_per_layer
         if recipe.search == "dense":
@@ -152,11 +156,13 @@ class RecallService:
             return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
         return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
 
-    def _layer(self, layer: str, scope: Scope, request: RecallRequest, vector: list[float],
-               recipe: RecallRecipe, now: datetime, late: LateScorer | None,
-               terms_of: TermsOf | None) -> tuple[list[ScoredItem], float]:
+    def _score_layer(self, layer: str, scope: Scope, request: RecallRequest,
+                     vector: list[float], recipe: RecallRecipe, now: datetime,
+                     late: LateScorer | None,
+                     terms_of: TermsOf | None) -> tuple[list[ScoredItem], float]:
+        """A layer's candidates scored (forgotten ones dropped), and the milliseconds taken."""
         started = time.perf_counter()
-        hits = [h for h in self._search(layer, scope, request, vector, recipe, late, terms_of)
+        hits = [h for h in self._layer_hits(layer, scope, request, vector, recipe, late, terms_of)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
         scored = score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
                             recipe, now)
@@ -179,11 +185,11 @@ class RecallService:
         searched = [layer for layer in layers if layer != "working"]
         futures: dict[str, _Done | Future[tuple[list[ScoredItem], float]]]
         if self._pool is None or len(searched) < 2:
-            futures = {layer: _Done(self._layer, layer, scope, request, vector, recipe, now,
-                                    late, terms_of) for layer in searched}
+            futures = {layer: _Done(self._score_layer, layer, scope, request, vector, recipe,
+                                    now, late, terms_of) for layer in searched}
         else:
-            futures = {layer: self._pool.submit(self._layer, layer, scope, request, vector,
-                                                recipe, now, late, terms_of)
+            futures = {layer: self._pool.submit(self._score_layer, layer, scope, request,
+                                                vector, recipe, now, late, terms_of)
                        for layer in searched}
         found = LayerCandidates()
         for layer, future in futures.items():

@@ -55,34 +55,22 @@ def test_async_client_shares_the_surface() -> None:
     assert SEEN == [("DELETE", "/v1/users/u", None)]
 
 
-def test_cli_recall_prints_context(monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
-    real = httpx.Client.__init__
-
-    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
-        kw["transport"] = httpx.MockTransport(handler)
-        real(self, *a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
-    assert main(["--url", "http://x", "--key", "k", "recall", "u", "dinner?"]) == 0
+def test_cli_recall_prints_context(capsys: pytest.CaptureFixture[str]) -> None:
+    fake = httpx.MockTransport(handler)
+    assert main(["--url", "http://x", "--key", "k", "recall", "u", "dinner?"],
+                transport=fake) == 0
     assert capsys.readouterr().out.strip() == "ctx"
-    assert main(["--url", "http://x", "--key", "k", "recall", "u", ""]) == 1
+    assert main(["--url", "http://x", "--key", "k", "recall", "u", ""], transport=fake) == 1
 
 
-def test_cli_import_reads_a_folder(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_cli_import_reads_a_folder(tmp_path: Path) -> None:
     (tmp_path / "guide").mkdir()
     (tmp_path / "guide" / "setup.md").write_text("# Setup\n\nInstall it with make run.")
     (tmp_path / "empty.txt").write_text("  ")
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
-    real = httpx.Client.__init__
-
-    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
-        kw["transport"] = httpx.MockTransport(handler)
-        real(self, *a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
     SEEN.clear()
-    assert main(["--url", "http://x", "--key", "k", "import", str(tmp_path)]) == 0
+    assert main(["--url", "http://x", "--key", "k", "import", str(tmp_path)],
+                transport=httpx.MockTransport(handler)) == 0
     method, path, body = SEEN[0]
     assert (method, path) == ("POST", "/v1/knowledge/documents")
     assert [d["doc_id"] for d in body["documents"]] == ["guide/setup"]  # type: ignore[index]
@@ -102,35 +90,38 @@ def readme_cli_commands() -> list[list[str]]:
             for line in lines]
 
 
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch) -> list[httpx.Request]:
-    """The requests the CLI sends, answered 200 by a fake server."""
-    requests: list[httpx.Request] = []
+class Recorder:
+    """A fake server that answers 200 and keeps the requests the CLI sent it."""
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        requests.append(request)
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+        self.transport = httpx.MockTransport(self.answer)
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
         return httpx.Response(200, json={"context": "ctx", "memories": []})
 
-    real = httpx.Client.__init__
+    def main(self, argv: list[str]) -> int:
+        """``strata ARGV`` with its requests sent to this fake server."""
+        return main(argv, transport=self.transport)
 
-    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
-        kw["transport"] = httpx.MockTransport(answer)
-        real(self, *a, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    """The CLI with the URL and API key from the environment, as the README runs it."""
     monkeypatch.setenv("STRATA_URL", "http://x")
     monkeypatch.setenv("STRATA_API_KEY", "k")
-    return requests
+    return Recorder()
 
 
-def test_the_readme_cli_commands_send_what_they_say(recorded: list[httpx.Request]) -> None:
+def test_the_readme_cli_commands_send_what_they_say(recorded: Recorder) -> None:
     commands = readme_cli_commands()
     assert [c[0] for c in commands] == ["recall", "remember", "memories", "forget", "eval"]
     for argv in commands[:-1]:  # eval needs a LoCoMo folder; its arguments are parsed below
-        assert main(argv) == 0, argv
-    assert main(["forget", "ann", "--all"]) == 0
+        assert recorded.main(argv) == 0, argv
+    assert recorded.main(["forget", "ann", "--all"]) == 0
     sent = [(r.method, r.url.raw_path.decode(), r.headers["authorization"],
-             json.loads(r.content) if r.content else None) for r in recorded]
+             json.loads(r.content) if r.content else None) for r in recorded.requests]
     assert sent == [
         ("POST", "/v1/recall", "Bearer k", {"user_id": "ann", "budget_tokens": 500,
                                             "query": "what should I cook for dinner?",
@@ -146,16 +137,17 @@ def test_the_readme_cli_commands_send_what_they_say(recorded: list[httpx.Request
     assert (evaluation.suite, evaluation.k) == ("locomo", "5,10,20")
 
 
-def test_the_api_key_option_and_its_old_spelling(recorded: list[httpx.Request]) -> None:
-    assert main(["--api-key", "k1", "remember", "ann", "likes tea", "--key", "drink"]) == 0
-    assert main(["--key", "k2", "remember", "ann", "likes tea", "--key", "drink"]) == 0
-    assert main(["--key", "k3", "whoami"]) == 0
-    assert [r.headers["authorization"] for r in recorded] == [
+def test_the_api_key_option_and_its_old_spelling(recorded: Recorder) -> None:
+    assert recorded.main(["--api-key", "k1", "remember", "ann", "likes tea",
+                          "--key", "drink"]) == 0
+    assert recorded.main(["--key", "k2", "remember", "ann", "likes tea", "--key", "drink"]) == 0
+    assert recorded.main(["--key", "k3", "whoami"]) == 0
+    assert [r.headers["authorization"] for r in recorded.requests] == [
         "Bearer k1", "Bearer k2", "Bearer k3"]
-    assert [json.loads(r.content)["key"] for r in recorded[:2]] == ["drink", "drink"]
+    assert [json.loads(r.content)["key"] for r in recorded.requests[:2]] == ["drink", "drink"]
 
 
-def test_a_dot_id_is_refused_by_the_cli(recorded: list[httpx.Request],
+def test_a_dot_id_is_refused_by_the_cli(recorded: Recorder,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["forget", "ann", "--id", ".."]) == 2
-    assert recorded == [] and "not a valid id" in capsys.readouterr().err
+    assert recorded.main(["forget", "ann", "--id", ".."]) == 2
+    assert recorded.requests == [] and "not a valid id" in capsys.readouterr().err

@@ -338,27 +338,23 @@ def test_the_sdk_sends_nothing_of_a_bad_file(shard: SessionShardService) -> None
 
 def test_the_cli_exports_a_tenant_and_imports_one_user_of_it(
         shard: SessionShardService, vectors: CountingStore, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str]) -> None:
     populate(shard)
     bob = Scope(tenant="t", user="bob")
     shard.create_memory(bob, MemoryCreate(kind=MemoryKind.FACT, key="pet", value="a cat"))
     before = snapshot(vectors, bob)
     seen: list[httpx.Request] = []
-    real = httpx.Client.__init__
-
-    def fake_init(self: httpx.Client, *a: object, **kw: object) -> None:
-        kw["transport"] = serving(shard, seen)
-        real(self, *a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(httpx.Client, "__init__", fake_init)
+    server = serving(shard, seen)
     out = tmp_path / "t.jsonl"
-    assert main(["--url", "http://x", "--api-key", "k", "export", "-o", str(out)]) == 0
+    assert main(["--url", "http://x", "--api-key", "k", "export", "-o", str(out)],
+                transport=server) == 0
     assert (seen[0].method, seen[0].url.path) == ("GET", "/v1/export")
     shard.delete_user(bob)
     assert main(["--url", "http://x", "--api-key", "k", "import", "bob", str(out),
-                 "--from-user", "bob", "--chunk-bytes", "4096"]) == 0
+                 "--from-user", "bob", "--chunk-bytes", "4096"], transport=server) == 0
     printed = json.loads(capsys.readouterr().out)
     assert (printed["lines"], printed["created"]) == (1, 1)
     assert snapshot(vectors, bob) == before
-    assert main(["--url", "http://x", "--api-key", "k", "import", "bob", str(out)]) == 1
+    assert main(["--url", "http://x", "--api-key", "k", "import", "bob", str(out)],
+                transport=server) == 1
     assert "user 'bob' after 'ann'" in capsys.readouterr().err  # one user per import
