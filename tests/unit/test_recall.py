@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from strata.layers.memories import LongTermMemory, MemoryCreate
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, KnowledgeChunk, MemoryKind, RecallRequest, Scope, StoredRecord
 from strata.recall.recipes import RECIPES
@@ -15,6 +14,7 @@ from strata.recall.routing import Route, route_query
 from strata.recall.scoring import decay_weight
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
