@@ -13,8 +13,8 @@ from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.session_shard import SessionShardActor
-from strata.layers.sessions import ShardRing
 from strata.models import Scope
+from strata.shard.ring import ShardRing
 
 __all__ = ["ShardDirectory", "running_settings", "shard_name"]
 

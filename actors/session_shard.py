@@ -1,4 +1,4 @@
-"""SessionShard actors: the Ray wrapper of ``strata.layers.sessions.SessionShardService``."""
+"""SessionShard actors: the Ray wrapper of ``strata.shard.service.SessionShardService``."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import ray
 from actors.store_owner import vector_store_for
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
-from strata.layers.sessions import SessionShardService
-from strata.layers.shard_longterm import MemoryAnswer
 from strata.layers.summarize import make_summarizer
 from strata.models import RecallRequest, Scope
 from strata.recall.late import TokenEmbedder
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
+from strata.shard.models import MemoryAnswer
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import MiniLMEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.redis import RedisStore
@@ -58,8 +58,9 @@ class SessionShard(SessionShardService):
 
     def _sweep_all(self) -> None:
         self.sweep()
-        if self._longterm is not None and isinstance(self._longterm.vectors, HotIndexStore):
-            self._longterm.vectors.sweep()
+        hot = self.memories.hot_index()
+        if hot is not None:
+            hot.sweep()
 
     def _every(self, every_s: float, task: Callable[[], object]) -> None:
         while not self._stop.wait(every_s):

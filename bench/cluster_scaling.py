@@ -70,8 +70,8 @@ from bench.common.raycluster import (
 from bench.common.server import revision, wait_quiet
 from bench.common.workload import UserData, synthetic_users
 from strata import Client
-from strata.layers.sessions import ShardRing
 from strata.models import Scope
+from strata.shard.ring import ShardRing
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 KEY, TENANT = "bench-cluster-admin", "bench"

@@ -11,7 +11,7 @@ Issue #13: at 100 users × 500 memories (~57k memories per shard) the shard's re
   vectors of the real model); the bulk users get random unit vectors and as many random token
   vectors as MiniLM gives their texts (``BulkEmbedder``: same shapes, built fast);
 * each phase loads users into a fresh ``HotIndexStore`` (the cold build the first touch of a
-  user pays), then runs the shard's own recall path (``LongTermShardOps.recall_memory``, the
+  user pays), then runs the shard's own recall path (``ShardRecall.recall_memory``, the
   query embedding precomputed) for the queried user, at 1 in flight and at ``--threads`` in
   flight (threads, as the shard actor's ``max_concurrency``), and reinforces what it returned
   as the ingress does.
@@ -49,10 +49,12 @@ from bench.common.workload import UserData, synthetic_users
 from strata.extract.exchanges import exchange_candidates
 from strata.extract.rules import RuleExtractor
 from strata.layers.memories import LongTermMemory
-from strata.layers.shard_longterm import LongTermShardOps
 from strata.models import Collection, RecallRequest, Role, Scope, StoredRecord, Turn
 from strata.recall.late import MAX_STORED_TOKENS, embed_queries
 from strata.settings import Settings
+from strata.shard.longterm import LazyLongTerm
+from strata.shard.models import MemoryAnswer
+from strata.shard.recall import ShardRecall
 from strata.stores.embedders import MiniLMEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.hot_table import HotTable
@@ -145,15 +147,22 @@ class PackedDurable(InMemoryVectorStore):
         return len(changes)
 
 
-class BenchShard(LongTermShardOps):
-    """The shard's long-term half alone (no sessions, no Redis): ``recall_memory`` as the
-    shard runs it."""
+class BenchShard:
+    """The shard's long-term half alone (no sessions, no Redis): ``ShardRecall`` as the shard
+    runs it, and reinforcement under the long-term memory's lock."""
 
     def __init__(self, memory: LongTermMemory) -> None:
-        self.shard_id = 0
-        self._longterm = memory
-        self._longterm_factory = lambda: memory
-        self._memory_lock = threading.RLock()
+        self._memory = memory
+        self._recall = ShardRecall(LazyLongTerm(lambda: memory))
+        self._lock = threading.RLock()
+
+    def recall_memory(self, scope: Scope, request: RecallRequest,
+                      query: Callable[[], QueryEmbedding]) -> MemoryAnswer:
+        return self._recall.recall_memory(scope, request, None, query)
+
+    def reinforce_many(self, returned: list[tuple[Scope, list[str]]]) -> int:
+        with self._lock:
+            return sum(self._memory.reinforce(scope, ids) for scope, ids in returned)
 
 
 @dataclass

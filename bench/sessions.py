@@ -354,7 +354,7 @@ def inprocess_phase(settings_json: dict[str, Any], plans: Sequence[SessionPlan])
 def python_footprint(shard: Any) -> dict[str, int]:
     """Runs inside a shard (``__ray_call__``): live Python bytes of its sessions.
 
-    Walks ``shard._sessions`` (entries, WorkingMemory, SessionState, turns, strings,
+    Walks ``shard.sessions.live`` (entries, WorkingMemory, SessionState, turns, strings,
     datetimes); objects shared by all sessions (config, summarizer, enums) count once.
     """
     import gc
@@ -366,7 +366,7 @@ def python_footprint(shard: Any) -> dict[str, int]:
     skip = (type, types.ModuleType, types.FunctionType, types.MethodType,
             types.BuiltinFunctionType)
     total = 0
-    stack: list[Any] = [shard._sessions]
+    stack: list[Any] = [shard.sessions.live]
     while stack:
         obj = stack.pop()
         if id(obj) in seen or isinstance(obj, skip):
@@ -384,7 +384,7 @@ def python_footprint(shard: Any) -> dict[str, int]:
             val = getattr(obj, slot, None) if hasattr(type(obj), "model_fields") else None
             if val is not None:
                 stack.append(val)
-    return {"bytes": total, "sessions": len(shard._sessions)}
+    return {"bytes": total, "sessions": len(shard.sessions.live)}
 
 
 # -- output -----------------------------------------------------------------------------------

@@ -40,8 +40,6 @@ from strata.layers.knowledge import (
 )
 from strata.layers.memories import MemoryCreate, MemoryPatch
 from strata.layers.proactive import FollowUpFeedback, FollowUpRequest
-from strata.layers.sessions import TurnAck, TurnIn
-from strata.layers.shard_longterm import MemoryAnswer
 from strata.layers.transfer import read_scope
 from strata.models import (
     Collection,
@@ -68,6 +66,7 @@ from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
 from strata.recall.service import LayerCandidates, RecallService, assemble
 from strata.runtime import check_ready
 from strata.settings import Settings
+from strata.shard.models import MemoryAnswer, TurnAck, TurnIn
 from strata.stores.coordination import ClusterLock, MetricsBoard
 from strata.stores.ports import QueryEmbedding
 from strata.stores.redis import RedisStore

@@ -57,7 +57,7 @@ _KIND = {"facts": "fact", "episodes": "episode", "procedures": "procedure",
          "knowledge": "knowledge"}
 LONG_TERM = ("facts", "episodes", "procedures")
 
-WorkingSnapshot = Any  # strata.layers.sessions.WorkingMemoryView (duck-typed to avoid a cycle)
+WorkingSnapshot = Any  # strata.shard.models.WorkingMemoryView (duck-typed to avoid a cycle)
 
 
 class LayerCandidates(BaseModel):

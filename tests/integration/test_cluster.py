@@ -33,8 +33,8 @@ from bench.common.raycluster import (
     wait_ready,
 )
 from strata import Client
-from strata.layers.sessions import ShardRing
 from strata.models import Scope
+from strata.shard.ring import ShardRing
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -38,9 +38,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from serve_app import main
-from strata.layers.sessions import session_key
 from strata.models import Scope
 from strata.settings import Settings
+from strata.shard.ring import session_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 

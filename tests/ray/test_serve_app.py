@@ -19,9 +19,9 @@ from actors.placement import KEEPER_NAME
 from actors.store_owner import OWNER_NAME
 from serve_app import main
 from serve_app.app import AppArgs, build_app
-from strata.layers.sessions import ShardRing
 from strata.models import Scope
 from strata.settings import Settings
+from strata.shard.ring import ShardRing
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 

@@ -9,12 +9,12 @@ from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput, NotFound
 from strata.extract.base import Candidate, attribute
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Provenance, Role, Scope, Source, Turn, is_visible
 from strata.recall.scoring import ScoredItem
 from strata.recall.service import in_context
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

@@ -19,10 +19,10 @@ from strata.layers.decay import (
     sweep_scope,
 )
 from strata.layers.memories import LongTermMemory, MemoryCreate
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, Scope, utcnow
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import MilvusVectorStore

@@ -8,11 +8,11 @@ import pytest
 from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker
 from strata.layers.memories import LongTermMemory
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, RecallRequest, Scope
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

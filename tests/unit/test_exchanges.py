@@ -12,7 +12,6 @@ from strata.extract.exchanges import EXCHANGE, exchange_candidates
 from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker, LongTermWriter
 from strata.layers.memories import LongTermMemory
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import (
     Collection,
@@ -30,6 +29,7 @@ from strata.recall.granularity import fuse_granularities
 from strata.recall.recipes import RECIPES
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

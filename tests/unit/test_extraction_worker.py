@@ -8,10 +8,10 @@ from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker, LongTermWriter
 from strata.layers.episodic import EpisodeStore
 from strata.layers.semantic import FactStore
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, Scope
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_LOW, RedisStore

@@ -20,10 +20,10 @@ from strata.layers.forgetting import (
     wait_forgotten,
 )
 from strata.layers.memories import LongTermMemory, MemoryCreate
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, Scope, StoredRecord
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore

@@ -21,7 +21,6 @@ from strata.extract.rules import RuleExtractor
 from strata.layers.decay import DecayPolicy
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
 from strata.layers.records import memory_id, to_record
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import (
     Collection,
@@ -38,6 +37,7 @@ from strata.recall.late import embed_queries, pack_tokens, stored_maxima, unpack
 from strata.recall.recipes import DEFAULT
 from strata.recall.service import assemble
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.memory import InMemoryVectorStore

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, RecallRequest, Scope
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_HIGH, RedisStore

@@ -18,7 +18,6 @@ from strata.auth import Principal
 from strata.cli import main
 from strata.errors import Forbidden, InvalidInput, LimitExceeded
 from strata.layers.memories import LongTermMemory, MemoryCreate
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.layers.transfer import read_scope
 from strata.models import (
@@ -40,6 +39,7 @@ from strata.portability import (
 )
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

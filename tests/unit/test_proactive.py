@@ -9,10 +9,10 @@ import pytest
 from strata.errors import NotFound
 from strata.layers.memories import LongTermMemory, MemoryCreate
 from strata.layers.proactive import FollowUp, FollowUpPolicy, choose, from_plans, from_task_states
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Scope, StoredRecord
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

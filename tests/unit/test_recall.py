@@ -9,7 +9,6 @@ import pytest
 
 from strata.layers.knowledge import DocumentIn, KnowledgeBase
 from strata.layers.memories import LongTermMemory, MemoryCreate
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, RecallRequest, Scope
 from strata.recall.recipes import RECIPES
@@ -17,6 +16,7 @@ from strata.recall.routing import Route, route_query
 from strata.recall.scoring import decay_weight
 from strata.recall.service import RecallService
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

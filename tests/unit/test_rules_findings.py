@@ -13,10 +13,10 @@ from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import ExtractionWorker
 from strata.layers.memories import LongTermMemory
 from strata.layers.semantic import FactStore
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, MemoryStatus, Role, Scope, Turn
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore

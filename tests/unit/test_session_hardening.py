@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from strata.errors import QueueStoreError
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.layers.working import WorkingMemory
 from strata.models import Scope
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.redis import RedisStore
 
 ALICE = Scope(tenant="acme", user="alice")

@@ -13,10 +13,10 @@ from strata.client import Client
 from strata.errors import Conflict, InvalidInput, NotFound
 from strata.eval.locomo import evaluate
 from strata.layers.memories import LongTermMemory
-from strata.layers.sessions import SessionShardService
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Scope
 from strata.settings import Settings
+from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_HIGH, RedisStore

@@ -8,11 +8,12 @@ import httpx
 import pytest
 
 from strata.errors import Conflict, InvalidInput, NotFound
-from strata.layers.sessions import SessionShardService, ShardRing
 from strata.layers.summarize import LLMSummarizer, RuleSummarizer
 from strata.layers.working import merge_patch
 from strata.models import Role, Scope, Turn
 from strata.settings import Settings
+from strata.shard.ring import ShardRing
+from strata.shard.service import SessionShardService
 from strata.stores.redis import QUEUE_LOW, RedisStore
 
 ALICE = Scope(tenant="acme", user="alice")

@@ -4,31 +4,22 @@ A fixed pool of shards; ``ShardRing`` maps ``(tenant, user)`` to a shard by cons
 hashing, so all sessions of a user live on one shard (its single writer). Each turn is
 appended to the session's Redis WAL before it is acknowledged; snapshots are written in
 the background every few turns; a restarted shard rebuilds a session from its snapshot plus
-the WAL entries after it. The WAL doubles as the session transcript that extraction reads.
-Every turn id a session ever had is kept in a Redis set written in the WAL entry's
-transaction, so a retried ``turn_id`` is a duplicate for the session's whole life.
+the WAL entries after it (``strata.shard.durability``). The WAL doubles as the session
+transcript that extraction reads. Every turn id a session ever had is kept in a Redis set
+written in the WAL entry's transaction, so a retried ``turn_id`` is a duplicate for the
+session's whole life.
 """
 
 from __future__ import annotations
 
-import bisect
-import hashlib
-import json
-import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from strata.errors import Conflict, Forbidden, InvalidInput, NotFound, QueueStoreError
-from strata.extract.pii import redact
-from strata.layers.memories import LongTermMemory
-from strata.layers.shard_longterm import IntentResult, LongTermShardOps
+from strata.errors import Conflict, InvalidInput, NotFound, QueueStoreError
 from strata.layers.summarize import Summarizer
 from strata.layers.working import (
     ContextAside,
@@ -37,110 +28,46 @@ from strata.layers.working import (
     WorkingMemoryConfig,
     is_pinned,
 )
-from strata.models import (
-    AgentName,
-    ContextName,
-    Role,
-    Scope,
-    Turn,
-    check_id,
-    check_name,
-    utcnow,
-)
+from strata.models import Role, Scope, Turn, utcnow
 from strata.settings import Settings
+from strata.shard.durability import (
+    SnapshotWriter,
+    known_turn_ids,
+    redacted,
+    restore_session,
+)
+from strata.shard.models import (
+    CloseAck,
+    IntentResult,
+    SweepReport,
+    TurnAck,
+    TurnIn,
+    WorkingMemoryView,
+)
+from strata.shard.ring import session_key
+from strata.shard.turns import (
+    check_agent,
+    generated_turn_id,
+    parse_batch_turn,
+    validate_session_id,
+    validate_turn,
+)
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.tokens import count_tokens
 
-__all__ = ["CloseAck", "SessionShardService", "ShardRing", "SweepReport", "TurnAck", "TurnIn",
-           "WorkingMemoryView", "generated_turn_id", "session_key"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["IntentHandler", "LiveSession", "ShardSessions"]
 
 
-def session_key(scope: Scope, session_id: str) -> str:
-    return f"{scope.key}:{session_id}"
+class IntentHandler(Protocol):
+    """Applies a new user turn's explicit intents (``ShardMemories.apply_intents``);
+    ``wal_from``/``wal_to``: the WAL range of the turn, ``previous``: the user's turn before."""
+
+    def __call__(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
+                 previous: str | None = None) -> IntentResult: ...
 
 
-class ShardRing:
-    """Consistent hashing of users onto shards (virtual nodes smooth the spread)."""
-
-    def __init__(self, shards: int, vnodes: int = 64) -> None:
-        if shards < 1:
-            raise InvalidInput("a shard ring needs at least one shard")
-        self.shards = shards
-        points = sorted((self._hash(f"shard-{s}#{v}"), s) for s in range(shards)
-                        for v in range(vnodes))
-        self._keys = [p for p, _ in points]
-        self._owners = [s for _, s in points]
-
-    @staticmethod
-    def _hash(value: str) -> int:
-        return int.from_bytes(hashlib.blake2b(value.encode(), digest_size=8).digest(), "big")
-
-    def shard_for(self, scope: Scope) -> int:
-        index = bisect.bisect(self._keys, self._hash(scope.key)) % len(self._keys)
-        return self._owners[index]
-
-
-class TurnIn(BaseModel):
-    """A turn as a client sends it (the HTTP body of a turn, without the user)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: str
-    content: str
-    created_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
-    context: ContextName | None = Field(default=None, description=(
-        "the project / business line of this turn and the ones after it; a new one sets "
-        "the session's working memory aside for that context's"))
-    agent: AgentName | None = Field(default=None, description=(
-        "the agent of this session (a key bound to an agent sets it)"))
-
-
-class TurnAck(BaseModel):
-    turn_id: str
-    session_id: str
-    turn_count: int
-    pinned: bool
-    window_size: int
-    duplicate: bool = False
-    intents: IntentResult = IntentResult()
-    context: str | None = None  # the session's context after this turn
-
-
-class CloseAck(BaseModel):
-    session_id: str
-    closed: bool = True
-    already_closed: bool = False
-    extraction_job: str | None = None
-
-
-class WorkingMemoryView(BaseModel):
-    session_id: str
-    user_id: str
-    window: list[Turn]
-    summary: str
-    pinned: list[Turn]
-    task_state: dict[str, Any]
-    turn_count: int
-    tokens: int
-    closed: bool
-    last_active_at: datetime
-    context: str | None = None
-    set_aside: list[str] = Field(default_factory=list)  # contexts left ("": none)
-    agent: str | None = None
-
-
-class SweepReport(BaseModel):
-    idle_extractions: int = 0
-    evicted: int = 0
-    in_memory: int = 0
-
-
-class _Entry:
-    """A live session with its snapshot counters."""
+class LiveSession:
+    """A session in the shard's memory, with its snapshot counters."""
 
     def __init__(self, memory: WorkingMemory) -> None:
         self.memory = memory
@@ -148,69 +75,41 @@ class _Entry:
         self.tokens_since_snapshot = 0
 
 
-class SessionShardService(LongTermShardOps):
-    """One shard's sessions (plain class; ``actors.session_shard`` wraps it for Ray)."""
+class ShardSessions:
+    """One shard's live sessions: turns, task state, close, the working memory's view, and
+    the sweep of idle sessions. ``lock`` guards them; whoever also needs the long-term
+    memory's lock takes this one first."""
 
     def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
-                 summarizer: Summarizer, config: WorkingMemoryConfig | None = None,
-                 longterm: Callable[[], LongTermMemory] | None = None) -> None:
+                 summarizer: Summarizer, intents: IntentHandler,
+                 config: WorkingMemoryConfig | None = None) -> None:
         self.shard_id = shard_id
+        self.lock = threading.RLock()
         self._settings = settings
         self._redis = redis
         self._summarizer = summarizer
+        self._intents = intents
         self._config = config or WorkingMemoryConfig(window_turns=settings.window_turns)
-        self._sessions: OrderedDict[str, _Entry] = OrderedDict()
-        self._lock = threading.RLock()
-        self._memory_lock = threading.RLock()
-        self._snapshots = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
-        self._longterm_factory = longterm
-        self._longterm: LongTermMemory | None = None
+        self._live: OrderedDict[str, LiveSession] = OrderedDict()
+        self._snapshots = SnapshotWriter(redis)
+
+    @property
+    def live(self) -> Mapping[str, LiveSession]:
+        """The sessions in memory by key, least recently used first."""
+        return self._live
 
     # -- loading -------------------------------------------------------------------------
     def _memory(self, state: SessionState) -> WorkingMemory:
         return WorkingMemory(state, self._config, self._summarizer)
 
     def _restore(self, scope: Scope, session_id: str) -> WorkingMemory | None:
-        """Snapshot + the WAL after it; None if the session never existed (or expired)."""
-        key = session_key(scope, session_id)
-        snap = self._redis.snapshot_get(key)
-        if snap is not None:
-            state = SessionState.model_validate(snap[0])
-            memory = self._memory(state)
-        else:
-            memory = None
-        for wal_id, record in self._redis.wal_read(key, after_id=snap[1] if snap else "0"):
-            if memory is None:
-                memory = self._memory(SessionState(tenant=scope.tenant, user_id=scope.user,
-                                                   session_id=session_id))
-            self._apply(memory, record)
-            memory.state.wal_id = wal_id
-        if memory is not None and memory.state.turn_count and not self._redis.has_turn_id_set(key):
-            # a session written before the turn-id set: fill it once, from the whole WAL
-            self._redis.add_turn_ids(key, [*memory.state.recent_turn_ids, *(
-                r["turn"]["turn_id"] for _, r in self._redis.wal_read(key)
-                if r.get("op") == "turn")])
-        return memory
+        return restore_session(self._redis, scope, session_id, self._memory)
 
-    @staticmethod
-    def _apply(memory: WorkingMemory, record: dict[str, Any]) -> None:
-        op = record.get("op")
-        at = datetime.fromisoformat(record["at"]) if "at" in record else None
-        if op == "turn":
-            memory.append(Turn.model_validate(record["turn"]), received_at=at)
-        elif op == "task":
-            memory.state.task_state = record["task_state"]
-            memory.state.last_active_at = at or memory.state.last_active_at
-        elif op == "close":
-            memory.state.closed = True
-        elif op == "extracted":
-            memory.state.extracted_upto = record["upto"]
-
-    def _get(self, scope: Scope, session_id: str, create: bool) -> _Entry:
+    def _get(self, scope: Scope, session_id: str, create: bool) -> LiveSession:
         key = session_key(scope, session_id)
-        entry = self._sessions.get(key)
+        entry = self._live.get(key)
         if entry is not None:
-            self._sessions.move_to_end(key)
+            self._live.move_to_end(key)
             return entry
         memory = self._restore(scope, session_id)
         if memory is None:
@@ -218,8 +117,8 @@ class SessionShardService(LongTermShardOps):
                 raise NotFound(f"no session {session_id!r} for user {scope.user!r}")
             memory = self._memory(SessionState(tenant=scope.tenant, user_id=scope.user,
                                                session_id=session_id))
-        entry = _Entry(memory)
-        self._sessions[key] = entry
+        entry = LiveSession(memory)
+        self._live[key] = entry
         self._evict_over_capacity()
         return entry
 
@@ -231,7 +130,8 @@ class SessionShardService(LongTermShardOps):
         """Append a turn: WAL first, then the window; returns once Redis has the turn.
         ``caller``: whose view the call has (``Principal.viewer``; None: the turn's agent) —
         a session of an agent takes turns from that agent only."""
-        parsed_role = self._validate_turn(session_id, role, content, turn_id, metadata)
+        parsed_role = validate_turn(session_id, role, content, turn_id, metadata,
+                                    self._settings.max_turn_bytes)
         turn = TurnIn(role=role, content=content, created_at=created_at,
                       metadata=metadata or {}, turn_id=turn_id, context=context, agent=agent)
         return self._append(scope, session_id, [(parsed_role, turn)], caller)[0]
@@ -245,37 +145,25 @@ class SessionShardService(LongTermShardOps):
         The new turns reach the WAL in one transaction; a turn whose ``turn_id`` the session
         (or an earlier turn of the batch) already has is acknowledged as a duplicate.
         """
-        _validate_session_id(session_id)
+        validate_session_id(session_id)
         limit = self._settings.max_batch_turns
         if not 0 < len(turns) <= limit:
             raise InvalidInput(f"a batch holds 1 to {limit} turns (STRATA_MAX_BATCH_TURNS); "
                                f"got {len(turns)}")
+        max_bytes = self._settings.max_turn_bytes
         return self._append(scope, session_id,
-                            [self._parse_batch_turn(session_id, i, t) for i, t in enumerate(turns)],
-                            caller)
-
-    def _parse_batch_turn(self, session_id: str, index: int,
-                          raw: TurnIn | Mapping[str, Any]) -> tuple[Role, TurnIn]:
-        try:
-            turn = raw if isinstance(raw, TurnIn) else TurnIn.model_validate(raw)
-            return (self._validate_turn(session_id, turn.role, turn.content, turn.turn_id,
-                                        turn.metadata), turn)
-        except ValidationError as exc:
-            problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                                for e in exc.errors())
-            raise InvalidInput(f"turn {index}: {problem}") from None
-        except InvalidInput as exc:
-            raise InvalidInput(f"turn {index}: {exc.detail}") from None
+                            [parse_batch_turn(session_id, i, t, max_bytes)
+                             for i, t in enumerate(turns)], caller)
 
     def _append(self, scope: Scope, session_id: str, batch: list[tuple[Role, TurnIn]],
                 caller: str | None = None) -> list[TurnAck]:
         """Validated turns in order: known ids are duplicates, the new turns go to the WAL in
         one round trip, then to the window, each with its explicit intents."""
-        with self._lock:
+        with self.lock:
             entry = self._get(scope, session_id, create=True)
             state = entry.memory.state
             for _, asked in batch:
-                _check_agent(state.agent, asked.agent if caller is None else caller, session_id)
+                check_agent(state.agent, asked.agent if caller is None else caller, session_id)
             key = session_key(scope, session_id)
             fresh = self._new_turns(scope, key, entry.memory, batch)
             new = [t for t in fresh if t is not None]
@@ -289,7 +177,7 @@ class SessionShardService(LongTermShardOps):
             except QueueStoreError:
                 # the write may have landed before the connection broke: rebuild the
                 # session from Redis on its next use rather than trust this copy
-                self._sessions.pop(key, None)
+                self._live.pop(key, None)
                 raise
             acks = []
             for (_, asked), turn in zip(batch, fresh, strict=True):
@@ -301,7 +189,7 @@ class SessionShardService(LongTermShardOps):
                                  if t.role is Role.USER), None)
                 entry.memory.append(turn, received_at=now)
                 state.wal_id = wal_id
-                intents = self._apply_intents(scope, turn, wal_from, wal_id, previous)
+                intents = self._intents(scope, turn, wal_from, wal_id, previous)
                 ack = self._ack(state, turn.turn_id)
                 ack.intents = intents
                 acks.append(ack)
@@ -312,7 +200,7 @@ class SessionShardService(LongTermShardOps):
     def _new_turns(self, scope: Scope, key: str, memory: WorkingMemory,
                    batch: list[tuple[Role, TurnIn]]) -> list[Turn | None]:
         """The batch as turns to write, None where the turn id is already known."""
-        known = self._known_turn_ids(key, memory, [t.turn_id for _, t in batch])
+        known = known_turn_ids(self._redis, key, memory, [t.turn_id for _, t in batch])
         session_id, count = memory.state.session_id, memory.state.turn_count
         context = memory.state.context  # a turn that names none continues the session's
         fresh: list[Turn | None] = []
@@ -331,19 +219,7 @@ class SessionShardService(LongTermShardOps):
             fresh.append(turn)
         return fresh
 
-    def _known_turn_ids(self, key: str, memory: WorkingMemory,
-                        turn_ids: list[str | None]) -> set[str]:
-        """Which of these client ids the session already has, at any age: the window's last
-        ``RECENT_IDS`` ids answer without a round trip, the session's turn-id set in Redis
-        answers for the rest (one SMISMEMBER; never a WAL read)."""
-        asked = {t for t in turn_ids if t is not None}
-        known = {t for t in asked if memory.has_turn(t)}
-        unknown = sorted(asked - known)
-        if unknown:
-            known |= self._redis.known_turn_ids(key, unknown)
-        return known
-
-    def _after_append(self, key: str, entry: _Entry, turns: list[Turn]) -> None:
+    def _after_append(self, key: str, entry: LiveSession, turns: list[Turn]) -> None:
         """Mark the session active; snapshot every few turns or tokens."""
         self._redis.touch_session(self.shard_id, key, time.time())
         entry.turns_since_snapshot += len(turns)
@@ -351,27 +227,6 @@ class SessionShardService(LongTermShardOps):
         if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
                 or entry.tokens_since_snapshot >= self._settings.snapshot_every_tokens):
             self._snapshot_async(key, entry)
-
-    def _validate_turn(self, session_id: str, role: str, content: str,
-                       turn_id: str | None, metadata: dict[str, Any] | None = None) -> Role:
-        _validate_session_id(session_id)
-        try:
-            parsed = Role(role)
-        except ValueError:
-            raise InvalidInput(f"role must be one of {[r.value for r in Role]}; "
-                               f"got {role!r}") from None
-        if not content.strip():
-            raise InvalidInput("content is empty")
-        size = len(content.encode("utf-8"))
-        if metadata:  # kept with the turn, so it counts toward the turn's size
-            size += len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":"),
-                                   default=str).encode("utf-8"))
-        if size > self._settings.max_turn_bytes:
-            raise InvalidInput(f"content and metadata are {size} bytes; the limit is "
-                               f"{self._settings.max_turn_bytes} (STRATA_MAX_TURN_BYTES)")
-        if turn_id is not None:
-            _validate_turn_id(session_id, turn_id)
-        return parsed
 
     @staticmethod
     def _ack(state: SessionState, turn_id: str, duplicate: bool = False) -> TurnAck:
@@ -384,7 +239,7 @@ class SessionShardService(LongTermShardOps):
                          patch: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(patch, dict):
             raise InvalidInput("patch must be a JSON object (RFC 7396 merge patch)")
-        with self._lock:
+        with self.lock:
             entry = self._get(scope, session_id, create=False)
             state = entry.memory.state
             if state.closed:
@@ -409,8 +264,8 @@ class SessionShardService(LongTermShardOps):
         with the write filter's ``redact``; the WAL keeps the turns as said, since it is the
         transcript the extraction job reads (and the write filter drops what is sensitive).
         """
-        _validate_session_id(session_id)
-        with self._lock:
+        validate_session_id(session_id)
+        with self.lock:
             entry = self._get(scope, session_id, create=False)
             state = entry.memory.state
             key = session_key(scope, session_id)
@@ -420,11 +275,11 @@ class SessionShardService(LongTermShardOps):
             state.closed = True
             job = self._enqueue_extraction(scope, state, "close")
             self.flush_snapshots()  # an older, unredacted snapshot must not land after this one
-            self._redis.snapshot_put(key, _redacted(state).model_dump(mode="json"),
+            self._redis.snapshot_put(key, redacted(state).model_dump(mode="json"),
                                      state.wal_id)
             self._redis.archive_session(key, self._settings.archive_retention_days * 86400)
             self._redis.untrack_session(self.shard_id, key)
-            self._sessions.pop(key, None)
+            self._live.pop(key, None)
             return CloseAck(session_id=session_id, extraction_job=job)
 
     def _enqueue_extraction(self, scope: Scope, state: SessionState, reason: str) -> str | None:
@@ -442,12 +297,12 @@ class SessionShardService(LongTermShardOps):
     def view(self, scope: Scope, session_id: str,
              viewer: str | None = None) -> WorkingMemoryView:
         """The session's working memory, for its own agent (``viewer``; None: any caller)."""
-        _validate_session_id(session_id)
-        with self._lock:
+        validate_session_id(session_id)
+        with self.lock:
             memory = self._get(scope, session_id, create=False).memory
             state = memory.state
             if viewer is not None:
-                _check_agent(state.agent, viewer, session_id)
+                check_agent(state.agent, viewer, session_id)
             return WorkingMemoryView(
                 context=state.context, set_aside=list(state.set_aside), agent=state.agent,
                 session_id=session_id, user_id=scope.user, window=list(state.window),
@@ -456,42 +311,67 @@ class SessionShardService(LongTermShardOps):
                 tokens=memory.tokens(), closed=state.closed,
                 last_active_at=state.last_active_at)
 
+    # -- deletes (``strata.shard.erasure`` calls these under ``lock``) -------------------
+    def scrub_turns(self, scope: Scope, session_id: str, turn_ids: set[str],
+                    needles: list[str]) -> int:
+        """Remove the source turns from the WAL, the live window and the snapshot, and the
+        summary lines that mention a ``needle``; returns how many WAL entries went."""
+        key = session_key(scope, session_id)
+        with self.lock:
+            removed = self._redis.wal_remove_turns(key, turn_ids)
+            entry = self._live.get(key)
+            if entry is None:
+                snap = self._redis.snapshot_get(key)
+                if snap is None:
+                    return removed
+                state = SessionState.model_validate(snap[0])
+            else:
+                state = entry.memory.state
+            parts: list[SessionState | ContextAside] = [state, *state.set_aside.values()]
+            for part in parts:  # the contexts set aside too
+                part.window = [t for t in part.window if t.turn_id not in turn_ids]
+                part.pinned = [t for t in part.pinned if t.turn_id not in turn_ids]
+                part.summary = "\n".join(line for line in part.summary.split("\n")
+                                         if not any(n.lower() in line.lower() for n in needles))
+            self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+            return removed
+
+    def drop(self, keys: list[str]) -> None:
+        """Forget these sessions in memory, unsaved (their Redis keys are the caller's)."""
+        with self.lock:
+            for key in keys:
+                self._live.pop(key, None)
+
     # -- background ----------------------------------------------------------------------
-    def _snapshot_async(self, key: str, entry: _Entry) -> None:
+    def _snapshot_async(self, key: str, entry: LiveSession) -> None:
         state = entry.memory.state
         data, wal_id = state.model_dump(mode="json"), state.wal_id
         entry.turns_since_snapshot = entry.tokens_since_snapshot = 0
-        self._snapshots.submit(self._write_snapshot, key, data, wal_id)
-
-    def _write_snapshot(self, key: str, data: dict[str, Any], wal_id: str) -> None:
-        try:
-            self._redis.snapshot_put(key, data, wal_id)
-        except Exception:  # the WAL still holds every turn; the next snapshot catches up
-            logger.exception("snapshot of %s failed", key)
+        self._snapshots.submit(key, data, wal_id)
 
     def flush_snapshots(self) -> None:
         """Wait for queued snapshots (tests, shutdown)."""
-        self._snapshots.submit(lambda: None).result()
+        self._snapshots.flush()
 
     def _evict(self, key: str) -> None:
-        entry = self._sessions.pop(key)
+        entry = self._live.pop(key)
         state = entry.memory.state
         self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
 
     def _evict_over_capacity(self) -> None:
-        while len(self._sessions) > self._settings.max_sessions_per_shard:
-            self._evict(next(iter(self._sessions)))
+        while len(self._live) > self._settings.max_sessions_per_shard:
+            self._evict(next(iter(self._live)))
 
     def sweep(self, now: float | None = None) -> SweepReport:
         """Idle sessions: intermediate extraction past the idle limit; evict past the TTL."""
         now = time.time() if now is None else now
         report = SweepReport()
-        with self._lock:
+        with self.lock:
             for key in self._redis.idle_sessions(
                     self.shard_id, now - self._settings.session_idle_extract_s):
                 tenant, user, session_id = key.split(":", 2)
                 scope = Scope(tenant=tenant, user=user)
-                memory = (self._sessions[key].memory if key in self._sessions
+                memory = (self._live[key].memory if key in self._live
                           else self._restore(scope, session_id))
                 if memory is None or memory.state.closed:
                     self._redis.untrack_session(self.shard_id, key)
@@ -501,76 +381,17 @@ class SessionShardService(LongTermShardOps):
                         key, {"op": "extracted", "upto": memory.state.extracted_upto})
                     report.idle_extractions += 1
                 self._redis.untrack_session(self.shard_id, key)
-            for key in [k for k, e in self._sessions.items()
+            for key in [k for k, e in self._live.items()
                         if now - e.memory.state.last_active_at.timestamp()
                         > self._settings.session_ttl_s]:
                 self._evict(key)
                 report.evicted += 1
-            report.in_memory = len(self._sessions)
+            report.in_memory = len(self._live)
         return report
 
-    def stats(self) -> dict[str, int]:
-        return {"shard": self.shard_id, "sessions_in_memory": len(self._sessions)}
-
     def shutdown(self) -> None:
-        with self._lock:
-            for key in list(self._sessions):
+        """Snapshot every live session, then stop the snapshot writer."""
+        with self.lock:
+            for key in list(self._live):
                 self._evict(key)
-        self._snapshots.shutdown(wait=True)
-
-
-def _redacted(state: SessionState) -> SessionState:
-    """The session's working memory with sensitive spans replaced (``[REDACTED:<kind>]``)."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value)
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        return value
-
-    def turn(t: Turn) -> Turn:
-        return t.model_copy(update={"content": redact(t.content), "metadata": clean(t.metadata)})
-
-    def aside(a: ContextAside) -> ContextAside:
-        return a.model_copy(update={
-            "window": [turn(t) for t in a.window], "pinned": [turn(t) for t in a.pinned],
-            "summary": redact(a.summary), "task_state": clean(a.task_state)})
-
-    return state.model_copy(update={
-        "window": [turn(t) for t in state.window], "pinned": [turn(t) for t in state.pinned],
-        "summary": redact(state.summary), "task_state": clean(state.task_state),
-        "set_aside": {k: aside(a) for k, a in state.set_aside.items()}})
-
-
-def _check_agent(owner: str | None, caller: str | None, session_id: str) -> None:
-    """A session of an agent is that agent's: another agent gets 403 (a caller that names
-    no agent, "", too; None is an admin or an unbound key acting for the tenant)."""
-    if owner is not None and caller is not None and caller != owner:
-        raise Forbidden(f"session {session_id!r} belongs to another agent")
-
-
-def generated_turn_id(session_id: str, number: int) -> str:
-    """The id of a session's ``number``-th turn when the client sent none. Client ids may not
-    start with ``<session_id>:``, so the two kinds of id never collide."""
-    return f"{session_id}:{number}"
-
-
-def _validate_turn_id(session_id: str, turn_id: str) -> None:
-    try:
-        check_name("turn_id", turn_id)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
-    if turn_id.startswith(f"{session_id}:"):
-        raise InvalidInput(f"turn_id may not start with {session_id + ':'!r}: ids of that form "
-                           "are the ones Strata gives turns sent without a turn_id")
-
-
-def _validate_session_id(session_id: str) -> None:
-    try:
-        check_id("session_id", session_id)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
-
-
+        self._snapshots.shutdown()

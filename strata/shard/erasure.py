@@ -1,0 +1,86 @@
+"""Deletes that cross the shard's two halves: a memory with its source turns, a whole user,
+and closed sessions past retention. Each holds the sessions' lock, then the long-term
+memory's (the order every caller keeps), and leaves a content-free audit entry; the file
+purge that follows removes the deleted text from the stores' files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strata.layers.decay import SweepCounts
+from strata.models import Scope, utcnow
+from strata.shard.longterm import LazyLongTerm, ShardMemories
+from strata.shard.sessions import ShardSessions
+from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+
+__all__ = ["ShardErasure"]
+
+
+class ShardErasure:
+    """Deletes through the sessions (``ShardSessions``), the long-term memory
+    (``ShardMemories``) and the user's Redis keys."""
+
+    def __init__(self, shard_id: int, redis: RedisStore, sessions: ShardSessions,
+                 memories: ShardMemories, longterm: LazyLongTerm) -> None:
+        self._shard_id = shard_id
+        self._redis = redis
+        self._sessions = sessions
+        self._memories = memories
+        self._longterm = longterm
+
+    def delete_memory(self, scope: Scope, memory_id: str,
+                      viewer: str | None = None) -> dict[str, Any]:
+        """Delete a memory, its versions, the memories made from the same words
+        (``LongTermMemory.delete``), their source turns and their recall-log entries."""
+        with self._sessions.lock, self._memories.lock:
+            doomed = self._longterm.get().delete(scope, memory_id, viewer)
+            turns: dict[str, set[str]] = {}
+            for item in doomed:
+                if item.provenance.session_id:
+                    turns.setdefault(item.provenance.session_id, set()).update(
+                        item.provenance.turn_ids)
+            needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
+            removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
+                          for sid, ids in turns.items())
+            self._redis.recall_log_remove(scope.key, {d.id for d in doomed})
+            self._redis.audit(scope.key, action="delete", memory_id=memory_id,
+                              count=len(doomed), at=utcnow().isoformat())
+        self._memories.file_purge.request()
+        return {"deleted_versions": len(doomed), "deleted_turns": removed,
+                "deleted_ids": [d.id for d in doomed]}
+
+    def delete_user(self, scope: Scope) -> dict[str, int]:
+        """Forget everything about a user, in every store; only a tombstone remains."""
+        with self._sessions.lock, self._memories.lock:
+            memories = (self._longterm.get().delete_user(scope)
+                        if self._longterm.configured else 0)
+            self._sessions.drop([k for k in self._sessions.live
+                                 if k.startswith(f"{scope.key}:")])
+            sessions = self._redis.delete_user_sessions(scope.key)
+            queued = sum(self._redis.remove_user_from_queue(q, scope.tenant, scope.user)
+                         for q in (QUEUE_LOW, QUEUE_HIGH))
+            self._redis.untrack_user(self._shard_id, scope.key)
+            self._redis.unregister_user(scope.key)
+            logged = self._redis.recall_log_remove(scope.key)
+            self._redis.audit(scope.key, action="delete_user", count=memories,
+                              at=utcnow().isoformat())
+        self._memories.file_purge.request()
+        return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
+                "recall_log_entries": logged}
+
+    def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
+        """Delete closed sessions' archived working memory (past retention: the caller
+        picks them from the archive index). A live session that reuses an expired
+        session's id is left alone; only its stale index entry goes."""
+        counts = SweepCounts()
+        with self._sessions.lock:
+            for key in session_keys:
+                snap = self._redis.snapshot_get(key)
+                if snap is not None and snap[0].get("closed"):
+                    self._sessions.drop([key])
+                    self._redis.delete_session(key)
+                    counts.sessions_purged += 1
+                else:  # expired by its TTL (or the id now names a new, live session)
+                    counts.sessions_expired += 1
+                self._redis.unarchive_session(key)
+        return counts

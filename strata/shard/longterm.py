@@ -1,0 +1,228 @@
+"""The long-term side of a session shard: the single writer of its users' long-term memory.
+
+Explicit "remember"/override intents are written before the turn call returns (through
+``q:ltm:high``, acknowledged once applied, so a failure leaves the job for a worker);
+"forget" intents drop matching memories' weight to zero at once; deletes
+(``strata.shard.erasure``) cascade through every store and leave a content-free tombstone in
+the audit stream, and a background purge (``strata.layers.forgetting.FilePurge``) then
+removes the deleted text from the stores' files.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from strata.errors import BackendUnavailable, StrataError
+from strata.extract.base import Candidate, Intent, attribute
+from strata.extract.intents import is_declaration
+from strata.extract.rules import RuleExtractor, detect_intent
+from strata.extract.worker import WriteSummary
+from strata.layers.decay import (
+    DecayPolicy,
+    StatusChange,
+    SweepCounts,
+    apply_changes,
+    sweep_scope,
+)
+from strata.layers.forgetting import FilePurge
+from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.transfer import import_items
+from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
+from strata.portability import ImportCounts
+from strata.shard.models import IntentResult
+from strata.stores.hot import HotIndexStore
+from strata.stores.ports import Purging, StatusWriter
+from strata.stores.redis import QUEUE_HIGH, RedisStore
+
+__all__ = ["EXPLICIT_MIN_CONFIDENCE", "HIGH_GROUP", "LazyLongTerm", "ShardMemories"]
+
+logger = logging.getLogger(__name__)
+HIGH_GROUP = "extractors"
+EXPLICIT_MIN_CONFIDENCE = 0.6  # a declared fact below this waits for the session end
+
+
+class LazyLongTerm:
+    """The users' long-term memory, built on first use (building loads the embedding model);
+    a shard built without a factory has none."""
+
+    def __init__(self, factory: Callable[[], LongTermMemory] | None) -> None:
+        self._factory = factory
+        self._memory: LongTermMemory | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self) -> bool:
+        return self._factory is not None
+
+    def get(self) -> LongTermMemory:
+        if self._memory is None:
+            if self._factory is None:
+                raise BackendUnavailable("this shard has no long-term memory configured")
+            with self._lock:  # concurrent calls build the model once
+                if self._memory is None:
+                    self._memory = self._factory()
+        return self._memory
+
+    def hot_index(self) -> HotIndexStore | None:
+        """The hot index, once the memory is built (never builds it)."""
+        vectors = self._memory.vectors if self._memory is not None else None
+        return vectors if isinstance(vectors, HotIndexStore) else None
+
+
+class ShardMemories:
+    """The shard's users' long-term memory, written by this shard only. ``lock`` serialises
+    the writes; it is taken after the sessions' lock when both are needed, so a long
+    extraction write never holds up turns, closes or recalls."""
+
+    def __init__(self, redis: RedisStore, longterm: LazyLongTerm) -> None:
+        self.lock = threading.RLock()
+        self._redis = redis
+        self._longterm = longterm
+        self._purge: FilePurge | None = None
+        self._purge_lock = threading.Lock()
+
+    @property
+    def longterm(self) -> LongTermMemory:
+        return self._longterm.get()
+
+    @property
+    def file_purge(self) -> FilePurge:
+        """The purge that follows deletes: the AOF rewrite, and the compaction of the durable
+        vector store (under the hot index) when there is one."""
+        if self._purge is None:
+            durable = None
+            if self._longterm.configured:
+                vectors = self.longterm.vectors
+                inner = vectors.inner if isinstance(vectors, HotIndexStore) else vectors
+                durable = inner if isinstance(inner, Purging) else None
+            with self._purge_lock:
+                if self._purge is None:
+                    self._purge = FilePurge(self._redis, durable)
+        return self._purge
+
+    def apply_intents(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
+                      previous: str | None = None) -> IntentResult:
+        """Explicit intents of a user turn, applied now (``previous``: the user's turn before
+        it, what a bare "that's no longer relevant" refers to)."""
+        result = IntentResult()
+        if turn.role is not Role.USER or not self._longterm.configured:
+            return result
+        declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
+        if detect_intent(turn.content) is Intent.NONE and not declared:
+            return result  # the common case: two cheap regex passes, no extraction
+        candidates = attribute(RuleExtractor().extract([turn], previous=previous), [turn])
+        forget = [c for c in candidates if c.intent is Intent.FORGET]
+        explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key
+                    and (c.intent in (Intent.REMEMBER, Intent.OVERRIDE)
+                         or (declared and c.intent is Intent.NONE
+                             and c.confidence >= EXPLICIT_MIN_CONFIDENCE))]
+        if not forget and not explicit:
+            return result
+        job = self._redis.enqueue(QUEUE_HIGH, {
+            "type": "extract_session", "reason": "explicit", "tenant": scope.tenant,
+            "user_id": scope.user, "session_id": turn.session_id, "wal_from": wal_from,
+            "wal_to": wal_to})
+        try:
+            with self.lock:
+                for cand in forget:
+                    result.forgotten.extend(self.longterm.forget_matching(
+                        scope, cand.text, viewer=turn.agent or ""))
+                if explicit:
+                    self._redis.register_user(scope.key)
+                    summary = self.longterm.writer.write(scope, explicit)
+                    result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
+            self._redis.ensure_group(QUEUE_HIGH, HIGH_GROUP)
+            self._redis.ack(QUEUE_HIGH, HIGH_GROUP, [job])
+        except StrataError as exc:
+            logger.warning("explicit intent deferred to the queue: %s", exc.detail)
+            result.deferred = True
+        except Exception:  # the turn is durable; the queued job retries the intent
+            logger.exception("explicit intent failed; deferred to the queue")
+            result.deferred = True
+        if result.forgotten:
+            self._redis.audit(scope.key, action="forget_intent", count=len(result.forgotten),
+                              at=utcnow().isoformat())
+        return result
+
+    # -- the memories API --------------------------------------------------------------------
+    def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
+        with self.lock:
+            self._redis.register_user(scope.key)
+            return self.longterm.writer.write(scope, candidates)
+
+    def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
+                    ) -> SweepCounts:
+        """The decay sweep of one user, in the user's shard (the single writer)."""
+        with self.lock:
+            return sweep_scope(self.longterm.vectors, scope, policy, utcnow(), dry_run)
+
+    def apply_decay(self, changes: list[StatusChange], policy: DecayPolicy,
+                    now: float) -> SweepCounts:
+        """Planned status changes of this shard's users (``jobs.decay_sweep``), applied
+        under the shard's lock; rows changed since the plan are re-decided."""
+        vectors = self.longterm.vectors
+        if not isinstance(vectors, StatusWriter):
+            raise BackendUnavailable("this shard's vector store cannot update statuses")
+        with self.lock:
+            return apply_changes(vectors, changes, policy, now)
+
+    def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
+        with self.lock:
+            self._redis.register_user(scope.key)
+            item, action = self.longterm.create(scope, body)
+            self._redis.audit(scope.key, action=f"create:{action}", memory_id=item.id,
+                              kind=item.kind.value, at=utcnow().isoformat())
+            return {"memory": item.model_dump(mode="json"), "action": action}
+
+    def import_memories(self, scope: Scope, items: list[MemoryItem],
+                        admin: bool) -> ImportCounts:
+        """An export's memories written into ``scope`` with their ids, times and statuses
+        (``strata.layers.transfer.import_items``), through this shard's hot index."""
+        with self.lock:
+            if items:
+                self._redis.register_user(scope.key)
+            counts = import_items(self.longterm.vectors, self.longterm.embedder, scope, items,
+                                  admin=admin, procedure_cap=self.longterm.procedures.cap)
+            self._redis.audit(scope.key, action="import", count=counts.created + counts.updated,
+                              at=utcnow().isoformat())
+            return counts
+
+    def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
+                      q: str | None, limit: int, viewer: str | None = None,
+                      context: str | None = None) -> list[MemoryItem]:
+        """``viewer``: the agent asking ("" none: what is shared; None: everything)."""
+        return self.longterm.list_items(scope, kind, status, q, limit, viewer, context)
+
+    def memory_history(self, scope: Scope, memory_id: str,
+                       viewer: str | None = None) -> list[MemoryItem]:
+        return self.longterm.history(scope, memory_id, viewer)
+
+    def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch,
+                      viewer: str | None = None) -> MemoryItem:
+        with self.lock:
+            item = self.longterm.update(scope, memory_id, patch, viewer)
+            self._redis.audit(scope.key, action="update", memory_id=memory_id,
+                              at=utcnow().isoformat())
+            return item
+
+    def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
+        with self.lock:
+            return self.longterm.reinforce(scope, memory_ids)
+
+    def reinforce_many(self, returned: list[tuple[Scope, list[str]]]) -> int:
+        """``reinforce`` for what several recalls returned (the ingress sends them together)."""
+        with self.lock:
+            return sum(self.longterm.reinforce(scope, ids) for scope, ids in returned)
+
+    def hot_index(self) -> HotIndexStore | None:
+        """The hot index, once the long-term memory is built (never builds it)."""
+        return self._longterm.hot_index()
+
+    def persist_hot(self) -> int:
+        """Write pending reinforcements of the hot index (the shard calls this every
+        second) and drop users idle past the TTL."""
+        hot = self.hot_index()
+        return hot.persist_access() if hot is not None else 0

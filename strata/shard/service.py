@@ -1,0 +1,186 @@
+"""``SessionShardService``: one shard, its parts composed behind the methods the actor
+(``actors.session_shard``) serves. Every method hands over to one part; the parts meet only
+through what the constructor passes them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from strata.errors import NotFound
+from strata.extract.base import Candidate
+from strata.extract.worker import WriteSummary
+from strata.layers.decay import DecayPolicy, StatusChange, SweepCounts
+from strata.layers.forgetting import FilePurge
+from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.proactive import FollowUp
+from strata.layers.summarize import Summarizer
+from strata.layers.working import WorkingMemoryConfig
+from strata.models import MemoryItem, MemoryKind, RecallRequest, Scope
+from strata.portability import ImportCounts
+from strata.recall.recipes import DEFAULT, RecallRecipe
+from strata.settings import Settings
+from strata.shard.erasure import ShardErasure
+from strata.shard.followups import ShardFollowUps
+from strata.shard.longterm import LazyLongTerm, ShardMemories
+from strata.shard.models import (
+    CloseAck,
+    MemoryAnswer,
+    SweepReport,
+    TurnAck,
+    TurnIn,
+    WorkingMemoryView,
+)
+from strata.shard.recall import ShardRecall
+from strata.shard.sessions import ShardSessions
+from strata.stores.ports import QueryEmbedding
+from strata.stores.redis import RedisStore
+
+__all__ = ["SessionShardService"]
+
+
+class SessionShardService:
+    """One shard's sessions and its users' long-term memory (plain class;
+    ``actors.session_shard`` wraps it for Ray). ``longterm``: builds the long-term memory on
+    first use (None: a shard of working memory only)."""
+
+    def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
+                 summarizer: Summarizer, config: WorkingMemoryConfig | None = None,
+                 longterm: Callable[[], LongTermMemory] | None = None) -> None:
+        self.shard_id = shard_id
+        self._settings = settings
+        self._redis = redis
+        self._longterm = LazyLongTerm(longterm)
+        self.memories = ShardMemories(redis, self._longterm)
+        self.sessions = ShardSessions(shard_id, settings, redis, summarizer,
+                                      intents=self.memories.apply_intents, config=config)
+        self.recall = ShardRecall(self._longterm)
+        self.followups = ShardFollowUps(settings, redis, self._longterm, self.memories.lock)
+        self.erasure = ShardErasure(shard_id, redis, self.sessions, self.memories,
+                                    self._longterm)
+
+    @property
+    def longterm(self) -> LongTermMemory:
+        """The users' long-term memory (built on first use)."""
+        return self._longterm.get()
+
+    @property
+    def file_purge(self) -> FilePurge:
+        return self.memories.file_purge
+
+    # -- sessions (ShardSessions) ----------------------------------------------------------
+    def append_turn(self, scope: Scope, session_id: str, role: str, content: str,
+                    created_at: datetime | None = None, metadata: dict[str, Any] | None = None,
+                    turn_id: str | None = None, context: str | None = None,
+                    agent: str | None = None, caller: str | None = None) -> TurnAck:
+        return self.sessions.append_turn(scope, session_id, role, content, created_at,
+                                         metadata, turn_id, context, agent, caller)
+
+    def append_turns(self, scope: Scope, session_id: str,
+                     turns: Sequence[TurnIn | Mapping[str, Any]],
+                     caller: str | None = None) -> list[TurnAck]:
+        return self.sessions.append_turns(scope, session_id, turns, caller)
+
+    def patch_task_state(self, scope: Scope, session_id: str,
+                         patch: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.patch_task_state(scope, session_id, patch)
+
+    def close(self, scope: Scope, session_id: str) -> CloseAck:
+        return self.sessions.close(scope, session_id)
+
+    def view(self, scope: Scope, session_id: str,
+             viewer: str | None = None) -> WorkingMemoryView:
+        return self.sessions.view(scope, session_id, viewer)
+
+    def flush_snapshots(self) -> None:
+        self.sessions.flush_snapshots()
+
+    def sweep(self, now: float | None = None) -> SweepReport:
+        return self.sessions.sweep(now)
+
+    def stats(self) -> dict[str, int]:
+        return {"shard": self.shard_id, "sessions_in_memory": len(self.sessions.live)}
+
+    def shutdown(self) -> None:
+        self.sessions.shutdown()
+
+    # -- recall (ShardRecall, FollowUps) ---------------------------------------------------
+    def recall_memory(self, scope: Scope, request: RecallRequest,
+                      query: Callable[[], QueryEmbedding] | None = None,
+                      recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
+        """The working memory and the personal layers' candidates for one query
+        (``ShardRecall.recall_memory``; ``query``: the caller's embedding of the query)."""
+        working = None
+        if request.session_id:
+            try:
+                working = self.view(scope, request.session_id, viewer=request.agent)
+            except NotFound:
+                working = None
+        return self.recall.recall_memory(scope, request, working, query, recipe)
+
+    def follow_ups(self, scope: Scope, session_id: str | None, limit: int,
+                   viewer: str | None = None) -> list[FollowUp]:
+        return self.followups.follow_ups(scope, session_id, limit, viewer)
+
+    def follow_up_feedback(self, scope: Scope, topic: str, outcome: str) -> dict[str, Any]:
+        return self.followups.follow_up_feedback(scope, topic, outcome)
+
+    def persist_hot(self) -> int:
+        return self.memories.persist_hot()
+
+    def hot_stats(self) -> dict[str, Any]:
+        hot = self.memories.hot_index()
+        if hot is None:
+            return {"enabled": False}
+        return {"enabled": True, "shard": self.shard_id, **hot.stats().__dict__,
+                **self.recall.batching()}
+
+    # -- long-term memory (ShardMemories) --------------------------------------------------
+    def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
+        return self.memories.write_longterm(scope, candidates)
+
+    def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
+                    ) -> SweepCounts:
+        return self.memories.sweep_decay(scope, policy, dry_run)
+
+    def apply_decay(self, changes: list[StatusChange], policy: DecayPolicy,
+                    now: float) -> SweepCounts:
+        return self.memories.apply_decay(changes, policy, now)
+
+    def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
+        return self.memories.create_memory(scope, body)
+
+    def import_memories(self, scope: Scope, items: list[MemoryItem],
+                        admin: bool) -> ImportCounts:
+        return self.memories.import_memories(scope, items, admin)
+
+    def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
+                      q: str | None, limit: int, viewer: str | None = None,
+                      context: str | None = None) -> list[MemoryItem]:
+        return self.memories.list_memories(scope, kind, status, q, limit, viewer, context)
+
+    def memory_history(self, scope: Scope, memory_id: str,
+                       viewer: str | None = None) -> list[MemoryItem]:
+        return self.memories.memory_history(scope, memory_id, viewer)
+
+    def update_memory(self, scope: Scope, memory_id: str, patch: MemoryPatch,
+                      viewer: str | None = None) -> MemoryItem:
+        return self.memories.update_memory(scope, memory_id, patch, viewer)
+
+    def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
+        return self.memories.reinforce(scope, memory_ids)
+
+    def reinforce_many(self, returned: list[tuple[Scope, list[str]]]) -> int:
+        return self.memories.reinforce_many(returned)
+
+    # -- deletes (ShardErasure) ------------------------------------------------------------
+    def delete_memory(self, scope: Scope, memory_id: str,
+                      viewer: str | None = None) -> dict[str, Any]:
+        return self.erasure.delete_memory(scope, memory_id, viewer)
+
+    def delete_user(self, scope: Scope) -> dict[str, int]:
+        return self.erasure.delete_user(scope)
+
+    def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
+        return self.erasure.purge_archived_sessions(session_keys, now)
