@@ -42,7 +42,7 @@ def ensure_backend(settings: Settings, namespace: str | None) -> ShardDirectory:
             "server (redis://host:6379/0); `strata serve` starts an embedded one")
     if settings.milvus_is_lite:
         owner = start_store_owner(settings, vector_dim(settings), namespace=namespace)
-        ray.get(owner.call.remote("ping"))
+        ray.get(owner.ping.remote())
     dumped: dict[str, Any] = settings.model_dump(mode="json")
     shards = ShardDirectory.start(dumped, settings.session_shards, namespace)
     start_extractors(settings, settings.extractors, namespace)

@@ -505,7 +505,7 @@ def settle(handles: Sequence[Any], owner: Any) -> dict[str, dict[str, Any]]:
     time.sleep(1.0)
     for _ in range(2):
         ray.get([h.pid.remote() for h in handles], timeout=900)
-    ray.get(owner.call.remote("flush", None), timeout=900)
+    ray.get(owner.flush.remote(None), timeout=900)
     return ray.get(owner.__ray_call__.remote(owner_drain), timeout=1800)
 
 
