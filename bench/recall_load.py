@@ -312,8 +312,8 @@ def owner_drain(owner: Any) -> dict[str, dict[str, Any]]:
 
 
 class CountingStore:
-    """Wraps the owner's MilvusVectorStore: calls and seconds per method (``owner.call``
-    reaches the store through ``getattr``, so every remote call is counted once)."""
+    """Wraps the owner's MilvusVectorStore: calls and seconds per method (each of the
+    owner's typed methods calls its store once, so every remote call is counted once)."""
 
     def __init__(self, inner: Any) -> None:
         import threading
