@@ -8,6 +8,7 @@ talks to the store through this actor. With a Milvus server URI there is no owne
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -23,19 +24,21 @@ from strata.runtime import open_milvus
 from strata.settings import Settings
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.ports import DecayFields, PurgeReport, VectorStore
+from strata.stores.reembed import ReembedReport, reembed_with
 
-__all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "start_store_owner",
-           "vector_store_for"]
+__all__ = ["OWNER_NAME", "RemoteVectorStore", "StoreOwner", "StoreOwnerService",
+           "start_store_owner", "vector_store_for"]
 
 logger = logging.getLogger(__name__)
 OWNER_NAME = "strata-store-owner"
-_CALLABLE = {"ensure_collections", "insert", "upsert", "delete", "delete_scope", "get", "query",
-             "count", "search_dense", "search_lexical", "search_hybrid", "flush", "ping",
-             "decay_fields", "set_statuses", "scan_scope", "set_payloads", "purge_deleted"}
 
 
 class StoreOwnerService:
-    """Holds the milvus-lite client; flushes in the background when the policy says so."""
+    """Holds the milvus-lite client; flushes in the background when the policy says so.
+
+    One typed method per ``VectorStore`` method (``RemoteVectorStore`` calls them), plus
+    what runs where the data is: the decay sweep's plan and re-embedding.
+    """
 
     def __init__(self, settings: Settings, dim: int, tick_s: float = 1.0) -> None:
         self._store: MilvusVectorStore = open_milvus(settings, dim)
@@ -50,18 +53,83 @@ class StoreOwnerService:
             except Exception:  # the next tick retries; a failed flush loses nothing
                 logger.exception("background flush failed")
 
-    def call(self, method: str, *args: Any) -> Any:
-        if method not in _CALLABLE:
-            raise AttributeError(f"StoreOwner has no method {method!r}")
-        return getattr(self._store, method)(*args)
+    # -- the VectorStore port, in this process -----------------------------------------
+    def ensure_collections(self, dim: int) -> None:
+        self._store.ensure_collections(dim)
 
+    def insert(self, collection: Collection, scope: Scope, records: list[StoredRecord]) -> None:
+        self._store.insert(collection, scope, records)
+
+    def upsert(self, collection: Collection, scope: Scope, records: list[StoredRecord]) -> None:
+        self._store.upsert(collection, scope, records)
+
+    def delete(self, collection: Collection, scope: Scope, ids: list[str]) -> int:
+        return self._store.delete(collection, scope, ids)
+
+    def delete_scope(self, collection: Collection, scope: Scope) -> int:
+        return self._store.delete_scope(collection, scope)
+
+    def get(self, collection: Collection, scope: Scope, ids: list[str]) -> list[StoredRecord]:
+        return self._store.get(collection, scope, ids)
+
+    def scan_scope(self, collection: Collection, scope: Scope, limit: int) -> list[StoredRecord]:
+        return self._store.scan_scope(collection, scope, limit)
+
+    def set_payloads(self, collection: Collection,
+                     changes: list[tuple[str, str, dict[str, Any]]]) -> int:
+        return self._store.set_payloads(collection, changes)
+
+    def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None,
+              limit: int) -> list[StoredRecord]:
+        return self._store.query(collection, scope, flt, limit)
+
+    def count(self, collection: Collection, scope: Scope) -> int:
+        return self._store.count(collection, scope)
+
+    def search_dense(self, collection: Collection, scope: Scope, vector: list[float], k: int,
+                     flt: RecordFilter | None) -> list[SearchHit]:
+        return self._store.search_dense(collection, scope, vector, k, flt)
+
+    def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
+                       flt: RecordFilter | None) -> list[SearchHit]:
+        return self._store.search_lexical(collection, scope, text, k, flt)
+
+    def search_hybrid(self, collection: Collection, scope: Scope, vector: list[float],
+                      text: str, k: int, flt: RecordFilter | None) -> list[SearchHit]:
+        return self._store.search_hybrid(collection, scope, vector, text, k, flt)
+
+    def decay_fields(self, collection: Collection,
+                     keys: list[tuple[str, str]]) -> list[DecayFields]:
+        return self._store.decay_fields(collection, keys)
+
+    def set_statuses(self, collection: Collection, changes: list[tuple[str, str, str]]) -> int:
+        return self._store.set_statuses(collection, changes)
+
+    def flush(self, collection: Collection | None) -> None:
+        self._store.flush(collection)
+
+    def purge_deleted(self) -> PurgeReport:
+        return self._store.purge_deleted()
+
+    def ping(self) -> None:
+        self._store.ping()
+
+    # -- work that runs where the data is ----------------------------------------------
     def plan_decay(self, policy: DecayPolicy, now: float) -> SweepPlan:
         """The decay sweep's one pass over each collection, where the data is: only the
         planned changes travel back, not the million rows scanned."""
         return plan_sweep(self._store, policy, now)
 
+    def reembed(self, settings: Settings) -> ReembedReport:
+        """Re-embed the knowledge base with the model ``settings`` name (``jobs.reembed``)."""
+        return reembed_with(self._store, settings, on_batch=lambda n: logger.info(
+            "%s chunks re-embedded", n))
+
     def stats(self) -> dict[str, float]:
         return dict(self._store.flush_stats)
+
+    def pid(self) -> int:
+        return os.getpid()
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -79,75 +147,78 @@ class RemoteVectorStore:
     def __init__(self, handle: Any) -> None:
         self._handle = handle
 
-    def _call(self, method: str, *args: Any) -> Any:
-        """One call in the owner; Ray's failures become Strata's errors here."""
+    def _get(self, ref: Any) -> Any:
+        """One call's result; Ray's failures become Strata's errors here."""
         with strata_errors(lambda exc: VectorStoreError(
                 f"the vector store owner is unavailable ({exc})")):
-            return ray.get(self._handle.call.remote(method, *args))
+            return ray.get(ref)
 
     def ensure_collections(self, dim: int) -> None:
-        self._call("ensure_collections", dim)
+        self._get(self._handle.ensure_collections.remote(dim))
 
     def insert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
-        self._call("insert", collection, scope, list(records))
+        self._get(self._handle.insert.remote(collection, scope, list(records)))
 
     def upsert(self, collection: Collection, scope: Scope, records: Sequence[StoredRecord]) -> None:
-        self._call("upsert", collection, scope, list(records))
+        self._get(self._handle.upsert.remote(collection, scope, list(records)))
 
     def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
-        return int(self._call("delete", collection, scope, list(ids)))
+        return int(self._get(self._handle.delete.remote(collection, scope, list(ids))))
 
     def delete_scope(self, collection: Collection, scope: Scope) -> int:
-        return int(self._call("delete_scope", collection, scope))
+        return int(self._get(self._handle.delete_scope.remote(collection, scope)))
 
     def get(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> list[StoredRecord]:
-        return list(self._call("get", collection, scope, list(ids)))
+        return list(self._get(self._handle.get.remote(collection, scope, list(ids))))
 
     def scan_scope(self, collection: Collection, scope: Scope,
                    limit: int = 16_384) -> list[StoredRecord]:
-        return list(self._call("scan_scope", collection, scope, limit))
+        return list(self._get(self._handle.scan_scope.remote(collection, scope, limit)))
 
     def set_payloads(self, collection: Collection,
                      changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
-        return int(self._call("set_payloads", collection, list(changes)))
+        return int(self._get(self._handle.set_payloads.remote(collection, list(changes))))
 
     def query(self, collection: Collection, scope: Scope, flt: RecordFilter | None = None,
               limit: int = 100) -> list[StoredRecord]:
-        return list(self._call("query", collection, scope, flt, limit))
+        return list(self._get(self._handle.query.remote(collection, scope, flt, limit)))
 
     def count(self, collection: Collection, scope: Scope) -> int:
-        return int(self._call("count", collection, scope))
+        return int(self._get(self._handle.count.remote(collection, scope)))
 
     def search_dense(self, collection: Collection, scope: Scope, vector: Sequence[float], k: int,
                      flt: RecordFilter | None = None) -> list[SearchHit]:
-        return list(self._call("search_dense", collection, scope, list(vector), k, flt))
+        return list(self._get(self._handle.search_dense.remote(
+            collection, scope, list(vector), k, flt)))
 
     def search_lexical(self, collection: Collection, scope: Scope, text: str, k: int,
                        flt: RecordFilter | None = None) -> list[SearchHit]:
-        return list(self._call("search_lexical", collection, scope, text, k, flt))
+        return list(self._get(self._handle.search_lexical.remote(collection, scope, text, k,
+                                                                 flt)))
 
     def search_hybrid(self, collection: Collection, scope: Scope, vector: Sequence[float],
                       text: str, k: int, flt: RecordFilter | None = None) -> list[SearchHit]:
-        return list(self._call("search_hybrid", collection, scope, list(vector), text, k, flt))
+        return list(self._get(self._handle.search_hybrid.remote(
+            collection, scope, list(vector), text, k, flt)))
 
     def decay_fields(self, collection: Collection,
                      keys: Sequence[tuple[str, str]]) -> list[DecayFields]:
-        return list(self._call("decay_fields", collection, list(keys)))
+        return list(self._get(self._handle.decay_fields.remote(collection, list(keys))))
 
     def set_statuses(self, collection: Collection,
                      changes: Sequence[tuple[str, str, str]]) -> int:
-        return int(self._call("set_statuses", collection, list(changes)))
+        return int(self._get(self._handle.set_statuses.remote(collection, list(changes))))
 
     def flush(self, collection: Collection | None = None) -> None:
-        self._call("flush", collection)
+        self._get(self._handle.flush.remote(collection))
 
     def purge_deleted(self) -> PurgeReport:
         """Compact what was deleted, in the owner (where the milvus-lite files are)."""
-        report: PurgeReport = self._call("purge_deleted")
+        report: PurgeReport = self._get(self._handle.purge_deleted.remote())
         return report
 
     def ping(self) -> None:
-        self._call("ping")
+        self._get(self._handle.ping.remote())
 
     def close(self) -> None:
         return None

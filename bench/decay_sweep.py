@@ -170,7 +170,7 @@ def sweep_job(db_path: str, users: int, sessions: int, work: str,
                  namespace=ns, log_to_driver=False, configure_logging=False)
         t0 = time.perf_counter()
         owner = start_store_owner(settings, DIM, ns)
-        ray.get(owner.call.remote("ping"))
+        ray.get(owner.ping.remote())
         shards = ShardDirectory.start(settings.model_dump(mode="json"), settings.session_shards, ns)
         ray.get([h.pid.remote() for h in shards.handles])
         out["startup_s"] = round(time.perf_counter() - t0, 1)

@@ -14,25 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 import ray
 
+from actors.bootstrap import vector_dim
 from actors.directory import running_settings
 from actors.store_owner import OWNER_NAME
 from strata.runtime import open_milvus
 from strata.settings import Settings
-from strata.stores.embedders import make_embedder
-from strata.stores.reembed import ReembedReport, reembed_knowledge
+from strata.stores.reembed import ReembedReport, reembed_with
 
 NAMESPACE = "strata"
-
-
-def _run(store: Any, settings: Settings) -> ReembedReport:
-    embedder = make_embedder(settings)
-    return reembed_knowledge(store, lambda ts: [v.tolist() for v in embedder.encode(ts)],
-                             embedder.dim, embedder.model_id,
-                             on_batch=lambda n: print(f"{n} chunks re-embedded", flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,9 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     target = base.model_copy(update={"embedder": args.embedder})
     if base.milvus_is_lite:
         owner = ray.get_actor(OWNER_NAME, namespace=NAMESPACE)
-        report = ray.get(owner.__ray_call__.remote(lambda self: _run(self._store, target)))
+        report = ReembedReport.model_validate(ray.get(owner.reembed.remote(target)))
     else:
-        report = _run(open_milvus(base, make_embedder(base).dim), target)
+        report = reembed_with(open_milvus(base, vector_dim(base)), target,
+                              on_batch=lambda n: print(f"{n} chunks re-embedded", flush=True))
     print(json.dumps(report.model_dump()))
     return 0
 

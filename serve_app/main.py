@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -12,12 +11,8 @@ from pathlib import Path
 
 import ray
 from ray import serve
-from ray.exceptions import RayError
 
-from actors.bootstrap import ensure_backend
-from actors.directory import ShardDirectory
-from actors.placement import KEEPER_NAME
-from actors.store_owner import OWNER_NAME
+from actors.bootstrap import ensure_backend, stop_backend
 from serve_app.app import AppArgs, build_app
 from serve_app.local_ray import LocalRay
 from strata.runtime import LocalServices, RayEndpoint
@@ -104,27 +99,12 @@ def stop(settings: Settings, shutdown_ray: bool = True) -> None:
         steps.append((step, time.monotonic() - started - sum(s for _, s in steps)))
 
     try:
-        serve.shutdown()
-        done("serve")
-        with contextlib.suppress(ValueError):  # first: it must not move a stopping shard
-            ray.kill(ray.get_actor(KEEPER_NAME, namespace=NAMESPACE), no_restart=True)
-        for i in range(settings.extractors):
-            with contextlib.suppress(ValueError):
-                ray.kill(ray.get_actor(f"strata-extractor-{i}", namespace=NAMESPACE),
-                         no_restart=True)
-        with contextlib.suppress(RuntimeError):  # never started
-            ShardDirectory.find(settings.session_shards, NAMESPACE).shutdown(timeout_s=10)
-        done("shards")
-    finally:
         try:
-            owner = ray.get_actor(OWNER_NAME, namespace=NAMESPACE)
-            ray.get(owner.shutdown.remote(), timeout=20)  # the last flush
-            ray.kill(owner)
-        except ValueError:
-            pass
-        except RayError as exc:
-            logger.warning("the store owner did not shut down cleanly: %s", exc)
-        done("store owner")
+            serve.shutdown()
+            done("serve")
+        finally:
+            stop_backend(settings, NAMESPACE, done)
+    finally:
         if shutdown_ray:
             ray.shutdown()
             done("ray")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -13,22 +12,11 @@ from pydantic import BaseModel
 from strata.errors import StrataError
 from strata.settings import Settings
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
-from strata.stores.ports import Embedder, VectorStore
-from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis
 
-__all__ = ["LocalServices", "RayEndpoint", "Stores", "check_ready", "open_milvus"]
+__all__ = ["LocalServices", "RayEndpoint", "check_ready", "open_milvus"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Stores:
-    """The collaborators services are built from, passed as one container."""
-
-    vectors: VectorStore
-    redis: RedisStore
-    embedder: Embedder
 
 
 def open_milvus(settings: Settings, dim: int) -> MilvusVectorStore:

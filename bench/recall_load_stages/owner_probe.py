@@ -29,8 +29,8 @@ __all__ = ["CountingStore", "layout_summary", "owner_drain", "owner_install_coun
 
 
 class CountingStore:
-    """Wraps the owner's MilvusVectorStore: calls and seconds per method (``owner.call``
-    reaches the store through ``getattr``, so every remote call is counted once)."""
+    """Wraps the owner's MilvusVectorStore: calls and seconds per method (each of the
+    owner's typed methods calls its store once, so every remote call is counted once)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -99,7 +99,7 @@ def settle(handles: Sequence[Any], owner: Any) -> dict[str, dict[str, Any]]:
     time.sleep(1.0)
     for _ in range(2):
         ray.get([h.pid.remote() for h in handles], timeout=900)
-    ray.get(owner.call.remote("flush", None), timeout=900)
+    ray.get(owner.flush.remote(None), timeout=900)
     layout: dict[str, dict[str, Any]] = ray.get(owner.__ray_call__.remote(owner_drain),
                                                 timeout=1800)
     return layout

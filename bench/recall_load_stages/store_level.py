@@ -1,6 +1,6 @@
 """The recall load benchmark's store-level comparison: serial, no HTTP, pre-embedded
-queries, each a direct Ray call into the StoreOwner. One Strata layer search (``owner.call``,
-as the shards make it) against the baseline's one hybrid search over the single collection.
+queries, each a direct Ray call into the StoreOwner. One Strata layer search (the owner's typed
+``search_hybrid``, as the shards make it) against the baseline's one hybrid search over the single collection.
 """
 
 from __future__ import annotations
@@ -31,15 +31,14 @@ def store_level(owner: Any, queries: Sequence[dict[str, Any]], vectors: np.ndarr
         v = [float(x) for x in vec]
         text = q["query"]
         cases: list[tuple[str, Any, tuple[Any, ...]]] = [
-            ("strata facts layer (owner.call search_hybrid)", owner.call,
-             ("search_hybrid", Collection.FACTS, scope, v, text, CANDIDATES, flt)),
-            ("strata episodes layer", owner.call,
-             ("search_hybrid", Collection.EPISODES, scope, v, text, CANDIDATES, flt)),
-            ("strata knowledge layer", owner.call,
-             ("search_hybrid", Collection.KNOWLEDGE, Scope.shared(TENANT), v, text,
-              CANDIDATES, flt)),
-            ("strata procedures keyword scan (owner.call query, 100)", owner.call,
-             ("query", Collection.PROCEDURES, scope, flt, 100)),
+            ("strata facts layer (owner.search_hybrid)", owner.search_hybrid,
+             (Collection.FACTS, scope, v, text, CANDIDATES, flt)),
+            ("strata episodes layer", owner.search_hybrid,
+             (Collection.EPISODES, scope, v, text, CANDIDATES, flt)),
+            ("strata knowledge layer", owner.search_hybrid,
+             (Collection.KNOWLEDGE, Scope.shared(TENANT), v, text, CANDIDATES, flt)),
+            ("strata procedures keyword scan (owner.query, 100)", owner.query,
+             (Collection.PROCEDURES, scope, flt, 100)),
             ("baseline single collection (one hybrid search)", owner.__ray_call__,
              (owner_single_search, SINGLE, scope.key, v, text, CANDIDATES)),
         ]

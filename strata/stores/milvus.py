@@ -25,7 +25,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 MAX_TEXT = 65535
 _DECAY_OUTPUT = ["pk", "status", "updated_at", "confidence", "payload"]
+_COPIED = ["pk", "scope", "text", "status", "created_at", "updated_at", "confidence",
+           "embed_model", "payload"]
 _OUTPUT = ["pk", "text", "status", "created_at", "updated_at", "confidence", "embed_model",
            "payload"]
 ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
@@ -183,13 +185,71 @@ class MilvusVectorStore:
 
     @property
     def client(self) -> MilvusClient:
-        """The raw client, for admin jobs in this package (re-embedding)."""
+        """The raw client, for tools that build collections of their own schema (the recall
+        benchmark's single-collection baseline)."""
         return self._client
 
     def create_physical(self, name: str, dim: int) -> None:
         """Create a collection with Strata's schema under a physical name."""
         with _milvus_errors("create collection"):
             self._create(name, dim)
+
+    # -- physical collections: re-embedding builds one, then swaps the alias -------------
+    def physical(self, collection: Collection) -> str:
+        """The physical collection ``collection``'s alias points at (knowledge: ``…_v<n>``)."""
+        with _milvus_errors("describe alias"):
+            described: dict[str, Any] = self._client.describe_alias(self.name(collection))
+        return str(described["collection_name"])
+
+    def has_physical(self, name: str) -> bool:
+        with _milvus_errors("has collection"):
+            return bool(self._client.has_collection(name))
+
+    def drop_physical(self, name: str) -> None:
+        """Drop a physical collection, if it exists."""
+        if self.has_physical(name):
+            with _milvus_errors("drop collection"):
+                self._client.drop_collection(name)
+
+    def copy_physical(self, source: str, target: str,
+                      embed: Callable[[list[str]], list[list[float]]], model_id: str,
+                      batch: int = 256, on_batch: Callable[[int], None] | None = None,
+                      ) -> dict[str, int]:
+        """Copy every row of ``source`` into ``target`` with vectors from ``embed`` (token
+        vectors stay behind: they belong to the old model), then flush ``target``; returns
+        the rows copied per scope key. ``on_batch`` hears the rows copied so far."""
+        copied: dict[str, int] = {}
+        with _milvus_errors("copy collection"):
+            pages = self._client.query_iterator(source, batch_size=batch, filter='pk != ""',
+                                                output_fields=_COPIED)
+            try:
+                while rows := pages.next():
+                    vectors = embed([r["text"] for r in rows])
+                    self._client.insert(target, [
+                        {**{k: r[k] for k in _COPIED}, "dense": v,
+                         "lexical": normalize(r["text"]), "embed_model": model_id}
+                        for r, v in zip(rows, vectors, strict=True)])
+                    for row in rows:
+                        copied[row["scope"]] = copied.get(row["scope"], 0) + 1
+                    if on_batch is not None:
+                        on_batch(sum(copied.values()))
+            finally:
+                pages.close()
+            self._client.flush(target)
+        return copied
+
+    def count_physical(self, name: str, scope_key: str | None = None) -> int:
+        """Rows in a physical collection (of one scope, if given)."""
+        expr = 'pk != ""' if scope_key is None else f"scope == {_lit(scope_key)}"
+        with _milvus_errors("count"):
+            rows = self._client.query(name, filter=expr, output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def swap_alias(self, collection: Collection, physical: str) -> None:
+        """Point ``collection``'s alias at ``physical`` in one step: searches before it read
+        the old collection, searches after it the new one."""
+        with _milvus_errors("alter alias"):
+            self._client.alter_alias(physical, self.name(collection))
 
     def _create(self, name: str, dim: int) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)

@@ -40,7 +40,7 @@ def main() -> int:
     try:
         settings = Settings(data_dir=tmp, embedder="hash", hash_dim=64, redis_url=redis.url,
                             session_shards=2)
-        ray.get(start_store_owner(settings, 64, NAMESPACE).call.remote("ping"))
+        ray.get(start_store_owner(settings, 64, NAMESPACE).ping.remote())
         shards = ShardDirectory.start(settings.model_dump(mode="json"), 2, NAMESPACE)
         shard_nodes = ray.get([h.node_id.remote() for h in shards.handles])
         for i in range(12):

@@ -34,7 +34,7 @@ def test_owner_serves_the_port_and_survives_a_kill(tmp_path: Path) -> None:
         hits = store.search_lexical(Collection.FACTS, ALICE, "peanuts", 5)
         assert [h.record.id for h in hits] == ["1"]
 
-        pid = ray.get(owner.__ray_call__.remote(lambda self: os.getpid()))
+        pid = ray.get(owner.pid.remote())
         os.kill(pid, signal.SIGKILL)  # a crash, not a graceful stop
         deadline = time.monotonic() + 60
         while True:

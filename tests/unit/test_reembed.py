@@ -52,5 +52,5 @@ def test_searches_never_fail_or_go_empty_during_a_reembed(tmp_path: Path) -> Non
     hits = store.search_dense(Collection.KNOWLEDGE, ACME, NEW.encode([query])[0].tolist(), 1)
     assert hits[0].record.id == "c7" and hits[0].record.embed_model == NEW.model_id
     assert store.count(Collection.KNOWLEDGE, GLOBEX) == 300
-    assert not store.client.has_collection(report.old)
+    assert not store.has_physical(report.old)
     store.close()
