@@ -1,6 +1,7 @@
 """The recall load benchmark's store-level comparison: serial, no HTTP, pre-embedded
-queries, each a direct Ray call into the StoreOwner. One Strata layer search (the owner's typed
-``search_hybrid``, as the shards make it) against the baseline's one hybrid search over the single collection.
+queries, each a direct Ray call into the StoreOwner. One Strata layer search (the owner's
+typed ``search_hybrid``, as the shards make it) against the baseline's one hybrid search
+over the single collection.
 """
 
 from __future__ import annotations
