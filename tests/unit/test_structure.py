@@ -1,0 +1,118 @@
+"""The codebase's shape, checked (#19): no import cycles among the product packages, no
+module over ~400 lines without the reason written at its top, ``strata/`` never imports Ray,
+and no test patches a constructor."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("strata", "actors", "serve_app", "jobs")
+MAX_LINES = 400
+LONG_REASON = "Why this module is long:"  # in the module docstring of a longer module
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The product modules ``name`` imports, including under ``TYPE_CHECKING`` (a cycle
+    hidden there is still one design knot) and inside functions."""
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    known = set(modules)
+    # a package's __init__ importing its own submodules is not a cycle of design
+    graph = {name: {t for t in _imports(name, path, known) if not t.startswith(name + ".")}
+             for name, path in modules.items()}
+    assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
+
+
+def test_long_modules_say_why() -> None:
+    long = []
+    for name, path in _modules().items():
+        text = path.read_text()
+        if text.count("\n") > MAX_LINES:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if LONG_REASON not in doc:
+                long.append(f"{name} ({text.count(chr(10))} lines)")
+    assert not long, f"over {MAX_LINES} lines with no '{LONG_REASON}' at the top: {long}"
+
+
+def test_strata_never_imports_ray() -> None:
+    offenders = [name for name, path in _modules().items()
+                 if name.startswith("strata") and any(
+                     t == "ray" or t.startswith("ray.")
+                     for t in _raw_imports(path))]
+    assert not offenders
+
+
+def _raw_imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+    return out
+
+
+_CONSTRUCTOR_PATCH = re.compile(
+    r"setattr\([^)]*[\"']__init__[\"']|\.__init__\s*=|patch(?:\.object)?\([^)]*__init__")
+
+
+def test_no_test_patches_a_constructor() -> None:
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+                 if p.name != Path(__file__).name and _CONSTRUCTOR_PATCH.search(p.read_text())]
+    assert not offenders
