@@ -48,6 +48,7 @@ from strata.models import (
     Collection,
     MemoryItem,
     MemoryKind,
+    MemoryStatus,
     RecallRequest,
     RecordFilter,
     Role,
@@ -216,7 +217,7 @@ class LongTermShardOps:
     def _followup_candidates(self, scope: Scope, now: datetime, policy: FollowUpPolicy,
                              viewer: str | None) -> list[FollowUp]:
         plans = self.longterm.vectors.query(Collection.EPISODES, scope, RecordFilter(
-            statuses=["active"], payload_equals={"metadata.type": "plan"},
+            statuses=[MemoryStatus.ACTIVE], payload_equals={"metadata.type": "plan"},
             visible_to=viewer), 200)
         states = []
         for session_key, at in self._redis.archived_of(scope.key):
