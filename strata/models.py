@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "LONG_TERM",
     "SHARED_USER",
     "AgentName",
     "Collection",
     "ContextName",
+    "Layer",
     "MemoryItem",
     "MemoryKind",
     "MemoryStatus",
@@ -125,7 +127,10 @@ class MemoryKind(str, Enum):
     PROCEDURE = "procedure"
 
 
-class MemoryStatus(str, Enum):
+class MemoryStatus(StrEnum):
+    """A stored memory's or chunk's status (a StrEnum: it formats and compares as its value,
+    the string stored in a record's ``status`` column)."""
+
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     PENDING = "pending"
@@ -133,6 +138,51 @@ class MemoryStatus(str, Enum):
     COLD = "cold"
     ARCHIVED = "archived"
     DEPRECATED = "deprecated"
+
+
+class Layer(StrEnum):
+    """A layer recall reads: the session's working memory, the user's facts, episodes and
+    procedures, the tenant's knowledge base."""
+
+    # the one map from a layer to the stored names (its Collection, its MemoryKind) is below
+    WORKING = "working"
+    FACTS = "facts"
+    EPISODES = "episodes"
+    PROCEDURES = "procedures"
+    KNOWLEDGE = "knowledge"
+
+    @property
+    def collection(self) -> Collection:
+        """The vector collection that holds the layer (working memory has none)."""
+        if self is Layer.WORKING:
+            raise ValueError("working memory is not a vector collection")
+        return Collection(self.value)  # a collection is named as its layer
+
+    @property
+    def kind(self) -> MemoryKind | None:
+        """The kind of the layer's memories; None for working memory and knowledge chunks."""
+        return _KIND_OF.get(self)
+
+    @property
+    def long_term(self) -> bool:
+        """One of the user's long-term layers: facts, episodes, procedures."""
+        return self in _KIND_OF
+
+    @classmethod
+    def of_kind(cls, kind: MemoryKind) -> Layer:
+        """The layer that holds memories of ``kind``."""
+        return _LAYER_OF[kind]
+
+    @classmethod
+    def of_collection(cls, collection: Collection) -> Layer:
+        """The layer a vector collection holds."""
+        return cls(collection.value)
+
+
+_KIND_OF = {Layer.FACTS: MemoryKind.FACT, Layer.EPISODES: MemoryKind.EPISODE,
+            Layer.PROCEDURES: MemoryKind.PROCEDURE}
+_LAYER_OF = {kind: layer for layer, kind in _KIND_OF.items()}
+LONG_TERM: tuple[Layer, ...] = tuple(_KIND_OF)  # the user's memories, in this order
 
 
 class Source(str, Enum):
@@ -208,7 +258,7 @@ class StoredRecord(BaseModel):
     id: str
     text: str
     vector: list[float] | None = None
-    status: str = MemoryStatus.ACTIVE.value
+    status: MemoryStatus = MemoryStatus.ACTIVE
     created_at: float = 0.0
     updated_at: float = 0.0
     confidence: float = 1.0
@@ -222,7 +272,7 @@ class StoredRecord(BaseModel):
 class RecordFilter(BaseModel):
     """A typed filter on the common columns; the scope is never part of it."""
 
-    statuses: list[str] | None = None
+    statuses: list[MemoryStatus] | None = None
     ids: list[str] | None = None
     created_after: float | None = None
     created_before: float | None = None
@@ -300,7 +350,7 @@ class RecallRequest(BaseModel):
     query: str = Field(min_length=1, max_length=4000)
     session_id: str | None = None
     budget_tokens: int = Field(default=500, ge=50, le=8000)
-    layers: list[Literal["working", "facts", "episodes", "procedures", "knowledge"]] | None = None
+    layers: list[Layer] | None = None
     top_k: int = Field(default=10, ge=1, le=100)
     debug: bool = False
     include_cold: bool = False
@@ -318,7 +368,7 @@ class RecallItem(BaseModel):
     """One line of recalled context."""
 
     id: str
-    layer: str
+    layer: Layer
     text: str
     score: float
     created_at: datetime | None = None
@@ -334,7 +384,7 @@ class RecallResponse(BaseModel):
     context: str
     items: list[RecallItem]
     route: str
-    layers: list[str] = Field(default_factory=list)
+    layers: list[Layer] = Field(default_factory=list)
     degraded: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
     debug: dict[str, Any] | None = None

@@ -17,6 +17,7 @@ from strata.layers.memories import MemoryCreate
 from strata.models import (
     Collection,
     MemoryKind,
+    MemoryStatus,
     RecordFilter,
     Scope,
     Source,
@@ -56,7 +57,8 @@ def correction_create(chunk: StoredRecord, text: str, session_id: str | None = N
 
 def corrections_of(vectors: VectorStore, scope: Scope) -> dict[str, StoredRecord]:
     """The user's active corrections, by the chunk id each corrects."""
-    rows = vectors.query(Collection.FACTS, scope, RecordFilter(statuses=["active"]), _MOST)
+    rows = vectors.query(Collection.FACTS, scope,
+                         RecordFilter(statuses=[MemoryStatus.ACTIVE]), _MOST)
     return {key[len(PREFIX):]: r for r in rows
             if (key := str(r.payload.get("key") or "")).startswith(PREFIX)
             and float(r.payload.get("weight", 1.0)) > 0}

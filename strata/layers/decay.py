@@ -24,22 +24,22 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from strata.layers.records import from_record
-from strata.models import Collection, MemoryStatus, RecordFilter, Scope
+from strata.models import Collection, Layer, MemoryStatus, RecordFilter, Scope
 from strata.recall.scoring import decay_weight
 from strata.stores.ports import DecayFields, DecayScan, StatusWriter, VectorStore
 
 __all__ = ["DecayPolicy", "StatusChange", "SweepCounts", "SweepPlan", "apply_changes",
            "group_changes", "next_status", "plan_sweep", "sweep_scope"]
 
-LAYERS = {Collection.FACTS: "facts", Collection.EPISODES: "episodes"}
-SWEPT_STATUSES = [MemoryStatus.ACTIVE.value, MemoryStatus.COLD.value]
+DECAYING = (Layer.FACTS, Layer.EPISODES)  # the layers whose memories go cold
+SWEPT_STATUSES = [MemoryStatus.ACTIVE, MemoryStatus.COLD]
 SCAN_LIMIT = 100_000
 DAY_S = 86400.0
 
 
 class DecayPolicy(BaseModel):
-    half_life_days: dict[str, float] = Field(default_factory=lambda: {"facts": 30.0,
-                                                                       "episodes": 7.0})
+    half_life_days: dict[Layer, float] = Field(default_factory=lambda: {Layer.FACTS: 30.0,
+                                                                         Layer.EPISODES: 7.0})
     cold_below: float = 0.1
     archive_after_days: float = 90.0
     archive_below_confidence: float = 0.7
@@ -59,16 +59,16 @@ class SweepCounts(BaseModel):
         return SweepCounts(**{k: getattr(self, k) + getattr(other, k)
                               for k in type(self).model_fields})
 
-    def count(self, status: str) -> None:
-        if status == MemoryStatus.COLD.value:
+    def count(self, status: MemoryStatus) -> None:
+        if status is MemoryStatus.COLD:
             self.cold += 1
-        elif status == MemoryStatus.ARCHIVED.value:
+        elif status is MemoryStatus.ARCHIVED:
             self.archived += 1
         else:
             self.rewarmed += 1
 
 
-def next_status(layer: str, last_touch: float, confidence: float, now: float,
+def next_status(layer: Layer, last_touch: float, confidence: float, now: float,
                 policy: DecayPolicy) -> MemoryStatus:
     """The status a memory of ``layer`` should have at ``now`` (epoch seconds)."""
     idle = max(0.0, (now - last_touch) / DAY_S)
@@ -79,12 +79,13 @@ def next_status(layer: str, last_touch: float, confidence: float, now: float,
     return MemoryStatus.ACTIVE
 
 
-def _decide(row: DecayFields, layer: str, now: float, policy: DecayPolicy) -> str | None:
+def _decide(row: DecayFields, layer: Layer, now: float,
+            policy: DecayPolicy) -> MemoryStatus | None:
     """The new status of a row, or None if it keeps its own (or is no longer swept)."""
     if row.status not in SWEPT_STATUSES:
         return None
     last = row.last_access_at if row.last_access_at is not None else row.updated_at
-    status = next_status(layer, last, row.confidence, now, policy).value
+    status = next_status(layer, last, row.confidence, now, policy)
     return None if status == row.status else status
 
 
@@ -93,7 +94,8 @@ def sweep_scope(vectors: VectorStore, scope: Scope, policy: DecayPolicy, now: da
     """Recompute one user's decay; returns what changed (or would change, with dry_run)."""
     counts = SweepCounts(users=1)
     at = now.timestamp()
-    for collection, layer in LAYERS.items():
+    for layer in DECAYING:
+        collection = layer.collection
         rows = vectors.query(collection, scope, RecordFilter(statuses=SWEPT_STATUSES),
                              SCAN_LIMIT)
         changed = []
@@ -104,12 +106,12 @@ def sweep_scope(vectors: VectorStore, scope: Scope, policy: DecayPolicy, now: da
             status = next_status(layer, last, item.confidence, at, policy)
             if status is item.status:
                 continue
-            counts.count(status.value)
+            counts.count(status)
             changed.append(item.model_copy(update={"status": status}))
         if changed and not dry_run:
             stored = {r.id: r for r in vectors.get(collection, scope, [c.id for c in changed])}
             vectors.upsert(collection, scope, [
-                stored[c.id].model_copy(update={"status": c.status.value})
+                stored[c.id].model_copy(update={"status": c.status})
                 for c in changed if c.id in stored])
     return counts
 
@@ -120,7 +122,7 @@ class StatusChange(NamedTuple):
     collection: Collection
     scope: str
     id: str
-    status: str
+    status: MemoryStatus
 
 
 class SweepPlan(BaseModel):
@@ -135,7 +137,8 @@ def plan_sweep(store: DecayScan, policy: DecayPolicy, now: float,
                batch_size: int = 10_000) -> SweepPlan:
     """One pass over each decaying collection; decides every row, lists only the changes."""
     plan = SweepPlan()
-    for collection, layer in LAYERS.items():
+    for layer in DECAYING:
+        collection = layer.collection
         for page in store.scan_decay_fields(collection, SWEPT_STATUSES, batch_size):
             plan.counts.scanned += len(page)
             for row in page:
@@ -159,9 +162,9 @@ def apply_changes(store: StatusWriter, changes: Iterable[StatusChange], policy: 
     for change in changes:
         by_collection.setdefault(change.collection, []).append(change)
     for collection, planned in by_collection.items():
-        layer = LAYERS[collection]
+        layer = Layer.of_collection(collection)
         current = store.decay_fields(collection, [(c.scope, c.id) for c in planned])
-        writes: list[tuple[str, str, str]] = []
+        writes: list[tuple[str, str, MemoryStatus]] = []
         for row in current:
             status = _decide(row, layer, now, policy)
             if status is not None:

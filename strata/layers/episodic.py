@@ -52,7 +52,7 @@ class EpisodeStore:
         self._merge_similarity = merge_similarity
 
     def apply(self, scope: Scope, candidate: Candidate) -> EpisodeWrite:
-        new_id = memory_id(scope, candidate.provenance.session_id, "episode",
+        new_id = memory_id(scope, candidate.provenance.session_id, MemoryKind.EPISODE.value,
                            f"{','.join(candidate.provenance.turn_ids)}|{candidate.text}")
         existing = self._vectors.get(Collection.EPISODES, scope, [new_id])
         if existing:
@@ -92,7 +92,8 @@ class EpisodeStore:
     @staticmethod
     def member_ids(scope: Scope, candidate: Candidate) -> list[str]:
         """The ids the turn-level episodes of an exchange's turns get (when they exist)."""
-        return [memory_id(scope, candidate.provenance.session_id, "episode", f"{tid}|{text}")
+        return [memory_id(scope, candidate.provenance.session_id, MemoryKind.EPISODE.value,
+                          f"{tid}|{text}")
                 for tid, text in zip(candidate.provenance.turn_ids, candidate.parts,
                                      strict=False)]
 
@@ -102,8 +103,8 @@ class EpisodeStore:
         with the same agent, visibility and context (a merge never widens who sees what)."""
         text, kind, speaker = candidate.text, candidate.episode_type or "event", candidate.speaker
         same = attribution(candidate)
-        hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, MERGE_SCAN,
-                                          RecordFilter(statuses=["active", "cold"]))
+        live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD])
+        hits = self._vectors.search_dense(Collection.EPISODES, scope, vector, MERGE_SCAN, live)
         for hit in hits:
             item = from_record(hit.record)
             close = (item.event_time is not None and when is not None

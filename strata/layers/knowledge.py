@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from strata.errors import InvalidInput, NotFound
 from strata.models import (
     Collection,
+    MemoryStatus,
     RecordFilter,
     Scope,
     SearchHit,
@@ -196,7 +197,7 @@ class KnowledgeBase:
 
     def _current(self, scope: Scope, doc_id: str) -> list[StoredRecord]:
         return self._vectors.query(Collection.KNOWLEDGE, scope, RecordFilter(
-            statuses=["active"], payload_equals={"doc_id": doc_id}), 10_000)
+            statuses=[MemoryStatus.ACTIVE], payload_equals={"doc_id": doc_id}), 10_000)
 
     def plan(self, tenant: str, documents: Sequence[DocumentIn]) -> ImportPlan:
         scope = Scope.shared(tenant)
@@ -240,7 +241,7 @@ class KnowledgeBase:
         scope = Scope.shared(plan.tenant)
         now = utcnow().timestamp()
         records = [StoredRecord(
-            id=c.id, text=c.text, vector=list(v), status="pending", created_at=now,
+            id=c.id, text=c.text, vector=list(v), status=MemoryStatus.PENDING, created_at=now,
             updated_at=now, confidence=1.0, embed_model=self._embed_model,
             payload={"doc_id": c.doc_id, "position": c.position, "version": c.version,
                      "title": c.title, "content_hash": c.content_hash, "metadata": c.metadata})
@@ -257,8 +258,8 @@ class KnowledgeBase:
                 f"{len(failed)} validation question(s) failed; the previous versions stay "
                 f"active: " + "; ".join(f"{r['question']!r} expected {r['expect_doc_id']}, "
                                         f"got {r['top_doc_ids']}" for r in failed)))
-        self._set_status(scope, [r.id for r in records], "active")
-        self._set_status(scope, plan.deprecate, "deprecated")
+        self._set_status(scope, [r.id for r in records], MemoryStatus.ACTIVE)
+        self._set_status(scope, plan.deprecate, MemoryStatus.DEPRECATED)
         self._vectors.flush(Collection.KNOWLEDGE)
         return ImportReport(ok=True, added=len(records), deprecated=len(plan.deprecate),
                             unchanged=plan.unchanged, duplicates_skipped=plan.duplicates_skipped,
@@ -273,14 +274,15 @@ class KnowledgeBase:
         results = []
         for q, vec in zip(questions, vecs, strict=True):
             hits = self._vectors.search_hybrid(Collection.KNOWLEDGE, scope, vec, q.question, 10,
-                                               RecordFilter(statuses=["active", "pending"]))
+                                               RecordFilter(statuses=[MemoryStatus.ACTIVE,
+                                                                      MemoryStatus.PENDING]))
             docs = [h.record.payload.get("doc_id") for h in hits if h.record.id not in leaving]
             top = list(dict.fromkeys(docs))[:3]
             results.append({"question": q.question, "expect_doc_id": q.expect_doc_id,
                             "top_doc_ids": top, "passed": q.expect_doc_id in top})
         return results
 
-    def _set_status(self, scope: Scope, ids: list[str], status: str) -> None:
+    def _set_status(self, scope: Scope, ids: list[str], status: MemoryStatus) -> None:
         for start in range(0, len(ids), 500):
             rows = self._vectors.get(Collection.KNOWLEDGE, scope, ids[start:start + 500])
             for row in rows:
@@ -293,8 +295,9 @@ class KnowledgeBase:
                ) -> list[SearchHit]:
         """Active chunks only, each text once: a chunk imported under several documents is
         the best-scored copy, its payload's ``doc_ids`` naming every document holding it."""
+        active = RecordFilter(statuses=[MemoryStatus.ACTIVE])
         hits = self._vectors.search_hybrid(Collection.KNOWLEDGE, Scope.shared(tenant), vector,
-                                           query, top_k * 2, RecordFilter(statuses=["active"]))
+                                           query, top_k * 2, active)
         return collapse_hits(hits)[:top_k]
 
     def documents(self, tenant: str, limit: int = 10_000) -> list[DocumentSummary]:

@@ -23,9 +23,11 @@ from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
 from strata.layers.semantic import FactStore
 from strata.models import (
+    LONG_TERM,
     AgentName,
     Collection,
     ContextName,
+    Layer,
     MemoryItem,
     MemoryKind,
     MemoryStatus,
@@ -48,8 +50,6 @@ __all__ = ["LongTermMemory", "MemoryCreate", "MemoryPatch"]
 
 logger = logging.getLogger(__name__)
 MAX_EXCHANGES_SCAN = 16_384  # one session's exchanges (Milvus's largest query limit)
-COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection.EPISODES,
-               MemoryKind.PROCEDURE: Collection.PROCEDURES}
 LIST_LIMIT = 1000
 FORGET_SIMILARITY = 0.55
 FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
@@ -199,21 +199,21 @@ class LongTermMemory:
             check_id("memory_id", memory_id)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        for collection in COLLECTIONS.values():
-            rows = self.vectors.get(collection, scope, [memory_id])
+        for layer in LONG_TERM:
+            rows = self.vectors.get(layer.collection, scope, [memory_id])
             if rows and (viewer is None or is_visible(rows[0].payload, viewer)):
-                return collection, from_record(rows[0])
+                return layer.collection, from_record(rows[0])
         raise NotFound(f"no memory {memory_id!r} for this user")
 
     def list_items(self, scope: Scope, kind: MemoryKind | None = None, status: str | None = None,
                    q: str | None = None, limit: int = 100, viewer: str | None = None,
                    context: str | None = None) -> list[MemoryItem]:
-        kinds = [kind] if kind else list(COLLECTIONS)
-        flt = RecordFilter(statuses=[status] if status else None, visible_to=viewer,
+        layers = [Layer.of_kind(kind)] if kind else LONG_TERM
+        flt = RecordFilter(statuses=[MemoryStatus(status)] if status else None, visible_to=viewer,
                            payload_equals={"context": context} if context else {})
         items: list[MemoryItem] = []
-        for k in kinds:
-            collection = COLLECTIONS[k]
+        for layer in layers:
+            collection = layer.collection
             if q:
                 vector = self.embedder.encode([q])[0].tolist()
                 hits = self.vectors.search_hybrid(collection, scope, vector, q, limit, flt)
@@ -354,7 +354,7 @@ class LongTermMemory:
                     doomed.setdefault(other.id, other)
         by_collection: dict[Collection, list[str]] = {}
         for d in doomed.values():
-            by_collection.setdefault(COLLECTIONS[d.kind], []).append(d.id)
+            by_collection.setdefault(Layer.of_kind(d.kind).collection, []).append(d.id)
         for target, ids in by_collection.items():
             self.vectors.delete(target, scope, ids)
         return list(doomed.values())
@@ -388,7 +388,7 @@ class LongTermMemory:
         return [m for m in map(from_record, rows) if turns & set(m.provenance.turn_ids)]
 
     def delete_user(self, scope: Scope) -> int:
-        return sum(self.vectors.delete_scope(c, scope) for c in COLLECTIONS.values())
+        return sum(self.vectors.delete_scope(layer.collection, scope) for layer in LONG_TERM)
 
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
@@ -397,10 +397,9 @@ class LongTermMemory:
         close in meaning and shares a term ("forget the Tokyo trip")."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
+        live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
         for collection in (Collection.FACTS, Collection.EPISODES):
-            hits = self.vectors.search_hybrid(collection, scope, vector, target, 10,
-                                              RecordFilter(statuses=["active", "cold"],
-                                                           visible_to=viewer))
+            hits = self.vectors.search_hybrid(collection, scope, vector, target, 10, live)
             for hit in hits:
                 words = " ".join(filter(None, [hit.record.text, hit.record.payload.get("key"),
                                                hit.record.payload.get("value")]))
@@ -422,7 +421,7 @@ class LongTermMemory:
         if isinstance(self.vectors, HotIndexStore):
             return self.vectors.record_access(scope, memory_ids, now)
         done = 0
-        for collection in COLLECTIONS.values():
+        for collection in (layer.collection for layer in LONG_TERM):
             rows = self.vectors.get(collection, scope, memory_ids)
             if not rows:
                 continue

@@ -6,7 +6,16 @@ from pydantic import BaseModel, Field
 
 from strata.errors import Conflict, LimitExceeded
 from strata.layers.records import memory_id, to_record
-from strata.models import Collection, MemoryItem, MemoryKind, RecordFilter, Scope, Source, utcnow
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    Source,
+    utcnow,
+)
 from strata.stores.ports import Embedder, VectorStore
 
 __all__ = ["ProcedureSpec", "ProcedureStore"]
@@ -48,8 +57,8 @@ class ProcedureStore:
 
     def create(self, scope: Scope, name: str, spec: ProcedureSpec,
                source: Source = Source.ADMIN) -> MemoryItem:
-        existing = self._vectors.query(Collection.PROCEDURES, scope,
-                                       RecordFilter(statuses=["active"]), self.cap + 1)
+        active = RecordFilter(statuses=[MemoryStatus.ACTIVE])
+        existing = self._vectors.query(Collection.PROCEDURES, scope, active, self.cap + 1)
         if len(existing) >= self.cap:
             raise LimitExceeded(f"this scope already has {self.cap} procedures (the cap); "
                                 "edit or delete one first")
@@ -59,7 +68,8 @@ class ProcedureStore:
                 raise Conflict(f"procedure {record.id} already has the same condition; "
                                "edit it instead")
         now = utcnow()
-        item = MemoryItem(id=memory_id(scope, None, "procedure", name), kind=MemoryKind.PROCEDURE,
+        kind = MemoryKind.PROCEDURE
+        item = MemoryItem(id=memory_id(scope, None, kind.value, name), kind=kind,
                           text=render(name, spec), key=name, confidence=1.0, source=source,
                           created_at=now, updated_at=now,
                           metadata=spec.model_dump() | {"name": name})

@@ -24,7 +24,7 @@ def memory_id(scope: Scope, session_id: str | None, kind: str, content: str) -> 
 
 def to_record(item: MemoryItem, vector: list[float], embed_model: str) -> StoredRecord:
     payload = item.model_dump(mode="json", include=set(_PAYLOAD_FIELDS))
-    return StoredRecord(id=item.id, text=item.text, vector=vector, status=item.status.value,
+    return StoredRecord(id=item.id, text=item.text, vector=vector, status=item.status,
                         created_at=item.created_at.timestamp(),
                         updated_at=item.updated_at.timestamp(), confidence=item.confidence,
                         embed_model=embed_model, payload=payload)

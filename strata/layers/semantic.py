@@ -68,7 +68,7 @@ class FactStore:
         """Write one candidate fact as the resolver decides."""
         if candidate.kind is not MemoryKind.FACT or not candidate.key:
             raise InvalidInput("a fact needs kind=fact and a key")
-        new_id = memory_id(scope, candidate.provenance.session_id, "fact",
+        new_id = memory_id(scope, candidate.provenance.session_id, MemoryKind.FACT.value,
                            f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}")
         existing = self._vectors.get(Collection.FACTS, scope, [new_id])
         if existing:

@@ -17,6 +17,7 @@ from typing import Any
 from strata.errors import Forbidden, LimitExceeded
 from strata.layers.records import from_record, to_record
 from strata.models import (
+    LONG_TERM,
     Collection,
     MemoryItem,
     MemoryKind,
@@ -29,10 +30,8 @@ from strata.models import (
 from strata.portability import ImportCounts
 from strata.stores.ports import Embedder, VectorStore, WriteBatching
 
-__all__ = ["COLLECTIONS", "import_items", "read_scope"]
+__all__ = ["import_items", "read_scope"]
 
-COLLECTIONS = {MemoryKind.FACT: Collection.FACTS, MemoryKind.EPISODE: Collection.EPISODES,
-               MemoryKind.PROCEDURE: Collection.PROCEDURES}
 PAGE = 16_384  # Milvus's largest query limit
 EMBED_BATCH = 256
 
@@ -42,7 +41,7 @@ def read_scope(vectors: VectorStore, scope: Scope) -> Iterator[MemoryItem]:
 
     Pages by creation time (a page holds at most ``PAGE`` rows; rows created in the same
     instant as a page's last are read again and skipped by id)."""
-    for collection in COLLECTIONS.values():
+    for collection in (layer.collection for layer in LONG_TERM):
         seen: set[str] = set()
         after: float | None = None
         while True:
@@ -75,8 +74,9 @@ def import_items(vectors: VectorStore, embedder: Embedder, scope: Scope,
     """Write ``items`` into ``scope`` keeping their ids (see the module docstring)."""
     counts = ImportCounts()
     plan: dict[Collection, list[tuple[MemoryItem, StoredRecord | None]]] = {}
-    for kind, collection in COLLECTIONS.items():
-        mine = [i for i in items if i.kind is kind]
+    for layer in LONG_TERM:
+        collection = layer.collection
+        mine = [i for i in items if i.kind is layer.kind]
         if not mine:
             continue
         stored = {r.id: r for r in vectors.get(collection, scope, [i.id for i in mine])}
@@ -107,9 +107,8 @@ def import_items(vectors: VectorStore, embedder: Embedder, scope: Scope,
 
 def _check_cap(vectors: VectorStore, scope: Scope,
                todo: list[tuple[MemoryItem, StoredRecord | None]], cap: int) -> None:
-    active = MemoryStatus.ACTIVE.value
     stored = {r.id for r in vectors.query(Collection.PROCEDURES, scope,
-                                          RecordFilter(statuses=[active]), PAGE)}
+                                          RecordFilter(statuses=[MemoryStatus.ACTIVE]), PAGE)}
     for item, _ in todo:
         if item.status is MemoryStatus.ACTIVE:
             stored.add(item.id)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from strata.extract.pii import redact
-from strata.models import Turn
+from strata.models import Layer, Turn
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
@@ -132,7 +132,7 @@ class ContextBuilder:
         for turn, line, text in reversed(kept):
             self._append("working", line)
             self.included.append(ScoredItem(
-                id=turn.turn_id, layer="working", kind=turn.role.value, text=text,
+                id=turn.turn_id, layer=Layer.WORKING, kind=turn.role.value, text=text,
                 score=0.0, created_at=turn.created_at))
 
     def render(self) -> str:

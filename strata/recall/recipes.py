@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from strata.models import Layer, MemoryKind
+
 __all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
            "STORE_PATH", "TURNS_ONLY", "RecallRecipe"]
 
@@ -16,18 +18,21 @@ class RecallRecipe(BaseModel):
     name: str
     search: str = Field(default="hybrid", pattern="^(hybrid|dense|lexical)$")
     candidates_per_layer: int = 30
-    layer_weights: dict[str, float] = Field(default_factory=lambda: {
-        "working": 1.2, "facts": 0.8, "episodes": 0.8, "procedures": 0.8, "knowledge": 1.0})
+    layer_weights: dict[Layer, float] = Field(default_factory=lambda: {
+        Layer.WORKING: 1.2, Layer.FACTS: 0.8, Layer.EPISODES: 0.8, Layer.PROCEDURES: 0.8,
+        Layer.KNOWLEDGE: 1.0})
     w_similarity: float = 0.5
     w_decay: float = 0.2
     w_confidence: float = 0.2
     w_type: float = 0.1
     dense_share: float = 0.5  # similarity = dense_share·cosine + (1-dense_share)·lexical
     bm25_half: float = 10.0  # the BM25 score that counts as a half match
+    # by a memory's kind, "knowledge" for a knowledge chunk
     type_priority: dict[str, float] = Field(default_factory=lambda: {
-        "fact": 1.0, "procedure": 0.9, "knowledge": 0.8, "episode": 0.6})
-    half_life_days: dict[str, float] = Field(default_factory=lambda: {
-        "facts": 30.0, "episodes": 7.0})
+        MemoryKind.FACT: 1.0, MemoryKind.PROCEDURE: 0.9, Layer.KNOWLEDGE: 0.8,
+        MemoryKind.EPISODE: 0.6})
+    half_life_days: dict[Layer, float] = Field(default_factory=lambda: {
+        Layer.FACTS: 30.0, Layer.EPISODES: 7.0})
     # time decay counts from when a memory happened (its event time), down to this floor
     decay_floor: float = Field(default=0.5, ge=0.0, le=1.0)
     threshold: float = 0.3
@@ -58,7 +63,7 @@ class RecallRecipe(BaseModel):
     # a scenario profile's layers: the only ones this recipe searches (working memory is
     # kept when the request has a session); None: whatever the route picks. A request that
     # names its layers is served as asked.
-    layers: tuple[str, ...] | None = None
+    layers: tuple[Layer, ...] | None = None
     description: str = ""
 
 
@@ -73,18 +78,18 @@ STORE_PATH = RecallRecipe(name="store", serve_from="store")  # the default, the 
 # business scenario; some need no long-term episodes at all). Chosen per request (``recipe``),
 # per API key or per tenant (STRATA_API_KEYS' "recipe", STRATA_TENANT_RECIPES).
 QA = RecallRecipe(
-    name="qa", layers=("working", "procedures", "knowledge"),
+    name="qa", layers=(Layer.WORKING, Layer.PROCEDURES, Layer.KNOWLEDGE),
     description="one-shot Q&A: the conversation, the agent's procedures and the knowledge "
                 "base; nothing from the user's past")
 ADVISOR = RecallRecipe(
-    name="advisor", layer_weights={"working": 1.2, "facts": 1.1, "episodes": 0.7,
-                                   "procedures": 0.8, "knowledge": 0.8},
-    half_life_days={"facts": 90.0, "episodes": 14.0},
+    name="advisor", layer_weights={Layer.WORKING: 1.2, Layer.FACTS: 1.1, Layer.EPISODES: 0.7,
+                                   Layer.PROCEDURES: 0.8, Layer.KNOWLEDGE: 0.8},
+    half_life_days={Layer.FACTS: 90.0, Layer.EPISODES: 14.0},
     description="a long-running advisor: what the user stated (facts) ahead of what happened "
                 "(episodes), both remembered longer")
 SUPPORT = RecallRecipe(
-    name="support", layer_weights={"working": 1.2, "facts": 0.7, "episodes": 0.6,
-                                   "procedures": 1.0, "knowledge": 1.3},
+    name="support", layer_weights={Layer.WORKING: 1.2, Layer.FACTS: 0.7, Layer.EPISODES: 0.6,
+                                   Layer.PROCEDURES: 1.0, Layer.KNOWLEDGE: 1.3},
     description="a support desk: the knowledge base and procedures first, the user's "
                 "memories as background")
 DEFAULT = HYBRID_RRF

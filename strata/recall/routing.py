@@ -9,9 +9,11 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from strata.models import Layer
+
 __all__ = ["LAYERS", "Route", "RouteClassifier", "RouteDecision", "route_query"]
 
-LAYERS = ("working", "facts", "episodes", "procedures", "knowledge")
+LAYERS: tuple[Layer, ...] = tuple(Layer)  # every layer, in the order a decision lists them
 
 
 class Route(str, Enum):
@@ -21,10 +23,10 @@ class Route(str, Enum):
     MIXED = "mixed"                # both, or unclear
 
 
-ROUTE_LAYERS: dict[Route, tuple[str, ...]] = {
-    Route.CONTINUATION: ("working", "facts"),
-    Route.PERSONAL: ("working", "facts", "episodes", "procedures"),
-    Route.KNOWLEDGE: ("working", "procedures", "knowledge"),
+ROUTE_LAYERS: dict[Route, tuple[Layer, ...]] = {
+    Route.CONTINUATION: (Layer.WORKING, Layer.FACTS),
+    Route.PERSONAL: (Layer.WORKING, Layer.FACTS, Layer.EPISODES, Layer.PROCEDURES),
+    Route.KNOWLEDGE: (Layer.WORKING, Layer.PROCEDURES, Layer.KNOWLEDGE),
     Route.MIXED: LAYERS,
 }
 
@@ -56,7 +58,7 @@ _QUESTION = re.compile(
 
 class RouteDecision(BaseModel):
     route: Route
-    layers: list[str]
+    layers: list[Layer]
     reason: str
 
 
@@ -93,6 +95,6 @@ def route_query(query: str, requested: list[str] | None = None,
         if unknown:
             raise ValueError(f"unknown layers {sorted(unknown)}")
         layers, reason = [layer for layer in LAYERS if layer in requested], "layers requested"
-    if not has_session and "working" in layers:
-        layers.remove("working")
+    if not has_session and Layer.WORKING in layers:
+        layers.remove(Layer.WORKING)
     return RouteDecision(route=route, layers=layers, reason=reason)

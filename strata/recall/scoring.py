@@ -10,7 +10,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from strata.models import Provenance, SearchHit, Source
+from strata.models import Layer, Provenance, SearchHit, Source
 from strata.recall.recipes import RecallRecipe
 
 __all__ = ["ScoredItem", "collapse_copies", "decay_weight", "dedup", "normalised_text",
@@ -30,7 +30,7 @@ class ScoredItem(BaseModel):
     """A recall candidate with its score and the parts it was made of."""
 
     id: str
-    layer: str
+    layer: Layer
     kind: str
     text: str
     score: float = 0.0
@@ -62,7 +62,7 @@ def similarity(parts: dict[str, float], recipe: RecallRecipe) -> float:
     return recipe.dense_share * dense + (1 - recipe.dense_share) * lexical
 
 
-def score_hits(layer: str, kind: str, hits: Sequence[SearchHit], items: Sequence[ScoredItem],
+def score_hits(layer: Layer, kind: str, hits: Sequence[SearchHit], items: Sequence[ScoredItem],
                recipe: RecallRecipe, now: datetime) -> list[ScoredItem]:
     """Score one layer's hits (``items[i]`` describes ``hits[i]``)."""
     weight = recipe.layer_weights.get(layer, 1.0)
@@ -124,7 +124,7 @@ def collapse_copies(items: Sequence[ScoredItem]) -> list[ScoredItem]:
     holders: dict[str, list[str]] = {}
     out: list[ScoredItem | str] = []
     for item in sorted(items, key=lambda i: i.score, reverse=True):
-        if item.layer != "knowledge":
+        if item.layer != Layer.KNOWLEDGE:
             out.append(item)
             continue
         key = normalised_text(item.text)

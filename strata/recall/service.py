@@ -25,8 +25,11 @@ from strata.extract.pii import redact
 from strata.layers.corrections import corrections_of
 from strata.layers.records import from_record
 from strata.models import (
+    LONG_TERM,
     Collection,
+    Layer,
     MemoryItem,
+    MemoryStatus,
     RecallItem,
     RecallRequest,
     RecallResponse,
@@ -51,11 +54,6 @@ __all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "
 
 logger = logging.getLogger(__name__)
 
-_COLLECTION = {"facts": Collection.FACTS, "episodes": Collection.EPISODES,
-               "procedures": Collection.PROCEDURES, "knowledge": Collection.KNOWLEDGE}
-_KIND = {"facts": "fact", "episodes": "episode", "procedures": "procedure",
-         "knowledge": "knowledge"}
-LONG_TERM = ("facts", "episodes", "procedures")
 
 WorkingSnapshot = Any  # strata.shard.models.WorkingMemoryView (duck-typed to avoid a cycle)
 
@@ -69,8 +67,8 @@ class LayerCandidates(BaseModel):
     degraded: bool = False
 
 
-def _item(layer: str, record: StoredRecord) -> ScoredItem:
-    if layer == "knowledge":
+def _item(layer: Layer, record: StoredRecord) -> ScoredItem:
+    if layer is Layer.KNOWLEDGE:
         p = record.payload
         return ScoredItem(id=record.id, layer=layer, kind=f"kb:{p.get('doc_id', '?')}",
                           text=record.text, confidence=record.confidence, source="knowledge",
@@ -106,18 +104,20 @@ class RecallService:
         self._pool = (ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
                       if parallelism > 1 else None)
 
-    def _layer_hits(self, layer: str, scope: Scope, request: RecallRequest,
+    def _layer_hits(self, layer: Layer, scope: Scope, request: RecallRequest,
                     vector: list[float], recipe: RecallRecipe,
                     late: LateScorer | None, terms_of: TermsOf | None) -> list[SearchHit]:
         """A layer's candidates, unscored: what the agent may see of its collection; episodes
         fused with their exchanges, procedures joined by those their keywords match."""
-        collection = _COLLECTION[layer]
-        target = Scope.shared(scope.tenant) if layer == "knowledge" else scope
-        statuses = ["active", "cold"] if request.include_cold else ["active"]
+        collection = layer.collection
+        knowledge = layer is Layer.KNOWLEDGE
+        target = Scope.shared(scope.tenant) if knowledge else scope
+        statuses = ([MemoryStatus.ACTIVE, MemoryStatus.COLD] if request.include_cold
+                    else [MemoryStatus.ACTIVE])
         # the personal layers: only what the calling agent may see (knowledge is everyone's)
         flt = RecordFilter(statuses=statuses,
-                           visible_to=None if layer == "knowledge" else request.agent or "")
-        if layer == "episodes":
+                           visible_to=None if knowledge else request.agent or "")
+        if layer is Layer.EPISODES:
             turns = self._search_collection(
                 collection, target, request.query, vector, recipe,
                 flt.model_copy(update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
@@ -134,7 +134,7 @@ class RecallService:
             return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
                                       terms_of or tokenize)
         hits = self._search_collection(collection, target, request.query, vector, recipe, flt)
-        if layer == "procedures" and recipe.search == "hybrid":
+        if layer is Layer.PROCEDURES and recipe.search == "hybrid":
             matched = {h.record.id for h in hits}
             extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
                      for r in self._vectors.query(collection, target, flt, 100)
@@ -156,7 +156,7 @@ class RecallService:
             return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
         return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
 
-    def _score_layer(self, layer: str, scope: Scope, request: RecallRequest,
+    def _score_layer(self, layer: Layer, scope: Scope, request: RecallRequest,
                      vector: list[float], recipe: RecallRecipe, now: datetime,
                      late: LateScorer | None,
                      terms_of: TermsOf | None) -> tuple[list[ScoredItem], float]:
@@ -164,7 +164,8 @@ class RecallService:
         started = time.perf_counter()
         hits = [h for h in self._layer_hits(layer, scope, request, vector, recipe, late, terms_of)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
-        scored = score_hits(layer, _KIND[layer], hits, [_item(layer, h.record) for h in hits],
+        kind = layer.kind or layer  # what type_priority weighs: a memory's kind, or "knowledge"
+        scored = score_hits(layer, kind, hits, [_item(layer, h.record) for h in hits],
                             recipe, now)
         return scored, (time.perf_counter() - started) * 1000
 
@@ -182,8 +183,8 @@ class RecallService:
         recipe = recipe or self._recipe
         now = now or utcnow()
         late = late if late is not None else self._late
-        searched = [layer for layer in layers if layer != "working"]
-        futures: dict[str, _Done | Future[tuple[list[ScoredItem], float]]]
+        searched = [Layer(layer) for layer in layers if layer != Layer.WORKING]
+        futures: dict[Layer, _Done | Future[tuple[list[ScoredItem], float]]]
         if self._pool is None or len(searched) < 2:
             futures = {layer: _Done(self._score_layer, layer, scope, request, vector, recipe,
                                     now, late, terms_of) for layer in searched}
@@ -209,15 +210,15 @@ class RecallService:
         decision = self.decide(request, working is not None, recipe)
         found = self.search_layers(scope, request, vector, decision.layers, recipe)
         corrections = (correction_items(corrections_of(self._vectors, scope))
-                       if "knowledge" in decision.layers else {})
+                       if Layer.KNOWLEDGE in decision.layers else {})
         return assemble(request, decision, working, found, recipe,
                         lambda: self.most_used(scope, request.agent or ""), corrections)
 
     def most_used(self, scope: Scope, viewer: str = "") -> list[ScoredItem]:
         """The last resort: the user's most-used active facts (that ``viewer`` may see)."""
         rows = self._vectors.query(Collection.FACTS, scope, RecordFilter(
-            statuses=["active"], visible_to=viewer), 200)
-        items = [_item("facts", r) for r in rows if float(r.payload.get("weight", 1.0)) > 0]
+            statuses=[MemoryStatus.ACTIVE], visible_to=viewer), 200)
+        items = [_item(Layer.FACTS, r) for r in rows if float(r.payload.get("weight", 1.0)) > 0]
         items.sort(key=lambda i: (i.access_count, i.created_at or utcnow()), reverse=True)
         return [i.model_copy(update={"score": 0.0}) for i in items[:3] if i.access_count > 0]
 
@@ -235,7 +236,7 @@ def decide_route(request: RecallRequest, has_session: bool,
     if recipe is not None and recipe.layers is not None and not request.layers:
         allowed = [layer for layer in decision.layers if layer in recipe.layers]
         if not allowed:  # the route wanted none of them: the profile's own, searched anyway
-            allowed = [layer for layer in recipe.layers if layer != "working" or has_session]
+            allowed = [layer for layer in recipe.layers if layer != Layer.WORKING or has_session]
         decision = decision.model_copy(update={
             "layers": allowed,
             "reason": f"{decision.reason}; profile {recipe.name}: {', '.join(recipe.layers)}"})
@@ -254,7 +255,7 @@ class _Done:
 
 def correction_items(records: Mapping[str, StoredRecord]) -> dict[str, ScoredItem]:
     """The user's corrections (``strata.layers.corrections``) as items, by chunk id."""
-    return {chunk: _item("facts", r).model_copy(update={"text": redact(str(
+    return {chunk: _item(Layer.FACTS, r).model_copy(update={"text": redact(str(
         r.payload.get("value") or r.text))}) for chunk, r in records.items()}
 
 
@@ -269,15 +270,15 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     corrections = corrections or {}
     ranked, relaxed = select_candidates(candidates, recipe)
     ranked = in_context(ranked, request.context, request.context_only)
-    shown = {i.id for i in ranked if i.layer == "knowledge"}  # their corrections go under them
+    shown = {i.id for i in ranked if i.layer == Layer.KNOWLEDGE}  # their corrections go under them
     under = {c.id for chunk, c in corrections.items() if chunk in shown}
-    ranked = [i for i in ranked if i.id not in under or i.layer != "facts"]
+    ranked = [i for i in ranked if i.id not in under or i.layer != Layer.FACTS]
     fallback = False
-    searched = [layer for layer in decision.layers if layer != "working"]
+    searched = [layer for layer in decision.layers if layer != Layer.WORKING]
     if not ranked and any(layer in LONG_TERM for layer in searched) and not found.degraded:
         ranked, fallback = most_used(), True
     builder = ContextBuilder(request.budget_tokens)
-    if working is not None and "working" in decision.layers:
+    if working is not None and Layer.WORKING in decision.layers:
         builder.add_working(working.window, working.summary, working.pinned,
                             working.task_state)
     added = 0  # the best top_k items that fit the budget (a long one is skipped)
@@ -288,8 +289,9 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
         sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
         if sources and sources <= covered:
             continue  # says again what a better item from the same turns said
-        block = "knowledge" if item.layer == "knowledge" else "long_term"
-        correction = corrections.get(item.id) if item.layer == "knowledge" else None
+        knowledge = item.layer == Layer.KNOWLEDGE
+        block = "knowledge" if knowledge else "long_term"
+        correction = corrections.get(item.id) if knowledge else None
         line = label(item) if correction is None else (
             f"{label(item)}\n{correction_label(correction)}")
         if builder.add(block, line, item):
@@ -358,7 +360,7 @@ def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELA
     relaxation: MiniLM scores "I'm allergic to peanuts" against "what should I cook for
     dinner?" 0.13, as low as documentation against "anything?", and that is the memory the
     relaxed pass exists for."""
-    floor = recipe.relaxed_floor if candidate.layer == "knowledge" else 0.0
+    floor = recipe.relaxed_floor if candidate.layer == Layer.KNOWLEDGE else 0.0
     min_similarity = max(recipe.min_similarity * factor, min(recipe.min_similarity, floor))
     return (candidate.score >= recipe.threshold * factor
             and candidate.parts.get("relevance", 0.0) >= min_similarity)

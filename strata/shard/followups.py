@@ -16,7 +16,7 @@ from strata.layers.proactive import (
     from_plans,
     from_task_states,
 )
-from strata.models import Collection, RecordFilter, Scope, utcnow
+from strata.models import Collection, MemoryStatus, RecordFilter, Scope, utcnow
 from strata.settings import Settings
 from strata.shard.longterm import LazyLongTerm
 from strata.shard.ring import session_key
@@ -45,7 +45,7 @@ class ShardFollowUps:
     def _candidates(self, scope: Scope, now: datetime, policy: FollowUpPolicy,
                     viewer: str | None) -> list[FollowUp]:
         plans = self._longterm.get().vectors.query(Collection.EPISODES, scope, RecordFilter(
-            statuses=["active"], payload_equals={"metadata.type": "plan"},
+            statuses=[MemoryStatus.ACTIVE], payload_equals={"metadata.type": "plan"},
             visible_to=viewer), 200)
         states = []
         for key, at in self._redis.archived_of(scope.key):

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strata.models import Collection, Scope, StoredRecord
+from strata.models import LONG_TERM, Collection, MemoryStatus, Scope, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
 from strata.stores.hot_table import HotTable
 from strata.stores.lexical import tokenize
@@ -51,7 +51,7 @@ from strata.stores.served import TableServed
 __all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore"]
 
 logger = logging.getLogger(__name__)
-HOT_COLLECTIONS = (Collection.FACTS, Collection.EPISODES, Collection.PROCEDURES)
+HOT_COLLECTIONS = tuple(layer.collection for layer in LONG_TERM)  # the user's memories
 LATE_COLLECTIONS = (Collection.EPISODES,)  # what late interaction re-scores
 
 
@@ -342,7 +342,7 @@ class HotIndexStore(TableServed):
             return removed
 
     def set_statuses(self, collection: Collection,
-                     changes: Sequence[tuple[str, str, str]]) -> int:
+                     changes: Sequence[tuple[str, str, MemoryStatus]]) -> int:
         inner = self.inner
         if not isinstance(inner, StatusWriter):
             raise TypeError("the durable store cannot update statuses")

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from strata.models import RecordFilter, SearchHit, StoredRecord
+from strata.models import MemoryStatus, RecordFilter, SearchHit, StoredRecord
 from strata.stores.lexical import BM25_B, BM25_K1, tokenize
 from strata.stores.memory import matches
 from strata.stores.ports import fuse_rrf
@@ -80,7 +80,7 @@ class HotTable:
         self.nbytes += self._row_bytes(slim, tokens)
         self._masks.clear()
 
-    def replace_fields(self, record_id: str, status: str | None = None,
+    def replace_fields(self, record_id: str, status: MemoryStatus | None = None,
                        payload: dict[str, object] | None = None) -> StoredRecord | None:
         """Change a record's status or payload in place (text and vector unchanged)."""
         row = self._row.get(record_id)

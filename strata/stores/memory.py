@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 
 from strata.errors import Conflict, InvalidInput
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord, is_visible
+from strata.models import (
+    Collection,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    SearchHit,
+    StoredRecord,
+    is_visible,
+)
 from strata.stores.lexical import bm25_scores
 from strata.stores.ports import DecayFields, complete_parts, fuse_rrf
 
@@ -186,7 +194,7 @@ class InMemoryVectorStore:
     def _fields(scope_key: str, r: StoredRecord) -> DecayFields:
         return DecayFields.of(scope_key, r.id, r.status, r.updated_at, r.confidence, r.payload)
 
-    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[MemoryStatus],
                           batch_size: int = 10_000) -> Iterator[list[DecayFields]]:
         with self._lock:
             rows = [self._fields(key, r) for key, scoped in self._data[collection].items()
@@ -201,7 +209,7 @@ class InMemoryVectorStore:
                 if i in data.get(key, {})]
 
     def set_statuses(self, collection: Collection,
-                     changes: Sequence[tuple[str, str, str]]) -> int:
+                     changes: Sequence[tuple[str, str, MemoryStatus]]) -> int:
         written = 0
         with self._lock:
             data = self._data[collection]

@@ -33,7 +33,7 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from strata.errors import Conflict, InvalidInput, VectorStoreError
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, MemoryStatus, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import normalize
 from strata.stores.lite_compaction import LiteCompactionUnavailable, compact_deleted
 from strata.stores.ports import DecayFields, PurgeReport, complete_parts, fuse_rrf, score_ids
@@ -534,7 +534,7 @@ class MilvusVectorStore:
         return DecayFields.of(scope, rid, row["status"], row["updated_at"], row["confidence"],
                               row.get("payload"))
 
-    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[MemoryStatus],
                           batch_size: int = 10_000) -> Iterator[list[DecayFields]]:
         """One paged pass over the collection (by primary key), decay columns only."""
         expr = f"status in {json.dumps(list(statuses), ensure_ascii=False)}"
@@ -563,7 +563,7 @@ class MilvusVectorStore:
         return [self._decay_fields(row) for row in rows]
 
     def set_statuses(self, collection: Collection,
-                     changes: Sequence[tuple[str, str, str]]) -> int:
+                     changes: Sequence[tuple[str, str, MemoryStatus]]) -> int:
         """A partial upsert of ``status`` alone: text, vectors and payload stay as stored."""
         return self._set_column(collection, "status", changes)
 

@@ -15,7 +15,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord, is_visible
+from strata.models import (
+    Collection,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    SearchHit,
+    StoredRecord,
+    is_visible,
+)
 
 __all__ = ["DecayFields", "DecayScan", "Embedder", "PurgeReport", "Purging", "QueryEmbedding",
            "StatusWriter", "VectorStore", "WriteBatching",
@@ -127,7 +135,7 @@ class DecayFields(NamedTuple):
 
     scope: str  # the scope key, "tenant:user"
     id: str
-    status: str
+    status: MemoryStatus
     updated_at: float
     last_access_at: float | None
     confidence: float
@@ -138,7 +146,7 @@ class DecayFields(NamedTuple):
         """From a row's columns; ``last_access_at`` is an ISO time inside the payload."""
         raw = (payload or {}).get("last_access_at")
         last = datetime.fromisoformat(raw).timestamp() if isinstance(raw, str) else None
-        return cls(scope, id, status, float(updated_at), last, float(confidence))
+        return cls(scope, id, MemoryStatus(status), float(updated_at), last, float(confidence))
 
 
 @runtime_checkable
@@ -146,7 +154,7 @@ class DecayScan(Protocol):
     """One pass over a whole collection, for the decay sweep only (it alone reads across
     scopes, and only the decay columns)."""
 
-    def scan_decay_fields(self, collection: Collection, statuses: Sequence[str],
+    def scan_decay_fields(self, collection: Collection, statuses: Sequence[MemoryStatus],
                           batch_size: int = 10_000) -> Iterator[list[DecayFields]]: ...
 
 
@@ -159,7 +167,7 @@ class StatusWriter(Protocol):
                      keys: Sequence[tuple[str, str]]) -> list[DecayFields]: ...
 
     def set_statuses(self, collection: Collection,
-                     changes: Sequence[tuple[str, str, str]]) -> int:
+                     changes: Sequence[tuple[str, str, MemoryStatus]]) -> int:
         """``(scope key, id, status)`` each; returns how many rows were written."""
         ...
 
@@ -213,7 +221,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def score_ids(store: VectorStore, collection: Collection, scope: Scope,
               vector: Sequence[float], text: str, ids: Sequence[str],
-              statuses: Sequence[str] | None = None,
+              statuses: Sequence[MemoryStatus] | None = None,
               visible_to: str | None = None) -> list[SearchHit]:
     """The named records (with one of ``statuses``, if given, and that the agent
     ``visible_to`` may see, if given), each with both raw

@@ -596,6 +596,13 @@ export interface components {
             deferred?: boolean;
         };
         /**
+         * Layer
+         * @description A layer recall reads: the session's working memory, the user's facts, episodes and
+         *     procedures, the tenant's knowledge base.
+         * @enum {string}
+         */
+        Layer: "working" | "facts" | "episodes" | "procedures" | "knowledge";
+        /**
          * MemoryCreate
          * @description Body of ``POST /v1/users/{user_id}/memories``.
          */
@@ -691,8 +698,7 @@ export interface components {
         RecallItem: {
             /** Id */
             id: string;
-            /** Layer */
-            layer: string;
+            layer: components["schemas"]["Layer"];
             /** Text */
             text: string;
             /** Score */
@@ -724,7 +730,7 @@ export interface components {
              */
             budget_tokens?: number;
             /** Layers */
-            layers?: ("working" | "facts" | "episodes" | "procedures" | "knowledge")[] | null;
+            layers?: components["schemas"]["Layer"][] | null;
             /**
              * Top K
              * @default 10
@@ -774,7 +780,7 @@ export interface components {
             /** Route */
             route: string;
             /** Layers */
-            layers?: string[];
+            layers?: components["schemas"]["Layer"][];
             /**
              * Degraded
              * @default false
