@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import ray
@@ -22,12 +23,14 @@ from actors.directory import running_settings
 from actors.store_owner import vector_store_for
 from jobs.embedding import DEFAULT_BATCH, embed_texts
 from strata.layers.knowledge import (
+    ImportPlan,
     ImportReport,
     KnowledgeBase,
+    PlannedChunk,
     ValidationQuestion,
-    import_lock_name,
     read_folder,
 )
+from strata.layers.knowledge_import import KnowledgeImport
 from strata.settings import Settings
 from strata.stores.coordination import ClusterLock
 from strata.stores.embedders import make_embedder
@@ -38,24 +41,35 @@ NAMESPACE = "strata"
 def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQuestion],
         actors: int, batch_size: int = DEFAULT_BATCH, actor_cpus: float | None = None
         ) -> tuple[ImportReport, set[str]]:
-    """The whole import; returns the report and the nodes the embedding ran on."""
+    """The whole import (``KnowledgeImport``, the use case the API runs too), its new chunks
+    embedded on an actor pool; returns the report and the nodes the embedding ran on."""
     docs = read_folder(path)
     print(f"{len(docs)} documents from {path}", flush=True)
     probe = make_embedder(settings)
     kb = KnowledgeBase(vector_store_for(settings, probe.dim, NAMESPACE), probe.model_id)
-    lock = ClusterLock(settings.redis_url, settings.redis_prefix)
-    with lock.hold(import_lock_name(tenant)):  # no import through the API meanwhile
-        plan = kb.plan(tenant, docs)
-        print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
-              f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates",
-              flush=True)
-        vectors = embed_texts([c.id for c in plan.add], [c.text for c in plan.add], settings,
+    nodes: set[str] = set()
+
+    def embed_chunks(chunks: Sequence[PlannedChunk]) -> list[list[float]]:
+        vectors = embed_texts([c.id for c in chunks], [c.text for c in chunks], settings,
                               actors, batch_size, actor_cpus=actor_cpus)
-        report = kb.commit(plan, [vectors[c.id] for c in plan.add],
-                           lambda qs: [v.tolist() for v in probe.encode(qs)], validate)
-    lock.close()
+        nodes.update(vectors.nodes)
+        return [vectors[c.id] for c in chunks]
+
+    lock = ClusterLock(settings.redis_url, settings.redis_prefix)
+    try:  # the lock also keeps imports through the API out meanwhile
+        report = KnowledgeImport(kb, lock).run(
+            tenant, docs, embed_chunks, lambda qs: [v.tolist() for v in probe.encode(qs)],
+            validate, planned=_print_plan)
+    finally:
+        lock.close()
     print(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
-    return report, vectors.nodes
+    return report, nodes
+
+
+def _print_plan(plan: ImportPlan) -> None:
+    print(f"plan: {len(plan.add)} new chunks, {plan.unchanged} unchanged, "
+          f"{len(plan.deprecate)} to deprecate, {plan.duplicates_skipped} duplicates",
+          flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
@@ -41,7 +41,7 @@ from strata.errors import (
 )
 
 __all__ = ["ERROR_RESPONSES", "MAX_JSON_DEPTH", "BodyLimit", "ErrorBody", "StrictJSONRoute",
-           "install", "parse_json"]
+           "api_router", "install", "parse_json"]
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +234,11 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
                  request.url.path, exc_info=exc)
     error = StrataError("an unexpected error; it was logged, and nothing more can be said here")
     return JSONResponse(status_code=error.status_code, content=error.to_dict())
+
+
+def api_router() -> APIRouter:
+    """A router of a group of routes: strict JSON bodies, the error answers documented."""
+    return APIRouter(route_class=StrictJSONRoute, responses=ERROR_RESPONSES)
 
 
 def install(api: FastAPI, body_limit: Callable[[], int]) -> None:

@@ -14,12 +14,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import FileResponse, RedirectResponse
 
-from strata.auth import Principal
+from serve_app.routes.base import IngressState
+from serve_app.routes.deps import Caller
 from strata.errors import InvalidInput, NotFound
-from strata.layers.knowledge import KnowledgeBase
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
 __all__ = ["UI_DIR", "InspectorRoutes", "queue_report", "router", "tenant_users"]
@@ -104,48 +104,36 @@ def _ui_file(name: str) -> FileResponse:
 
 
 # -- the JSON endpoints (methods of the ingress deployment) ---------------------------------
-class InspectorRoutes:
+class InspectorRoutes(IngressState):
     """Mixed into the ingress: the endpoints the inspector reads (tenant-scoped)."""
 
-    _redis: RedisStore
-
-    def _principal(self, request: Request) -> Principal:
-        raise NotImplementedError
-
-    async def _knowledge(self) -> KnowledgeBase:
-        raise NotImplementedError
-
     @router.get("/v1/whoami")
-    async def whoami(self, request: Request) -> dict[str, str | None]:
+    async def whoami(self, principal: Caller) -> dict[str, str | None]:
         """The tenant, role and agent of the presented key (the inspector's login check)."""
-        principal = self._principal(request)
         return {"tenant": principal.tenant, "role": principal.role, "agent": principal.agent}
 
     @router.get("/v1/users")
-    async def list_users(self, request: Request, q: str | None = None,
+    async def list_users(self, principal: Caller, q: str | None = None,
                          limit: int = 1000) -> dict[str, Any]:
         """The users of the key's tenant that have long-term memory."""
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit must be between 1 and 10000")
         if q is not None and len(q) > 128:
             raise InvalidInput("q must be at most 128 characters")
-        principal = self._principal(request)
         registry = await asyncio.to_thread(self._redis.users)
         users = tenant_users(registry, principal.tenant, q)
         return {"users": users[:limit], "truncated": len(users) > limit}
 
     @router.get("/v1/knowledge/documents")
-    async def list_documents(self, request: Request) -> dict[str, Any]:
+    async def list_documents(self, principal: Caller) -> dict[str, Any]:
         """The key's tenant's documents, with their versions and chunk statuses."""
-        principal = self._principal(request)
         kb = await self._knowledge()
         docs = await asyncio.to_thread(kb.documents, principal.tenant)
         return {"documents": [d.model_dump(mode="json") for d in docs]}
 
     @router.get("/v1/queues")
-    async def queues(self, request: Request) -> dict[str, Any]:
+    async def queues(self, principal: Caller) -> dict[str, Any]:
         """Long-term write queues: this tenant's backlog and extraction lag."""
-        principal = self._principal(request)
         report = await asyncio.to_thread(queue_report, self._redis, principal.tenant,
                                          principal.role == "admin")
         return {"tenant": principal.tenant, "queues": report}

@@ -32,9 +32,9 @@ from strata.models import (
 )
 from strata.stores.ports import VectorStore
 
-__all__ = ["DocumentIn", "DocumentSummary", "ImportPlan", "ImportReport", "KnowledgeBase",
-           "ValidationQuestion", "chunk_text", "collapse_hits", "content_hash",
-           "import_lock_name", "read_folder"]
+__all__ = ["DocumentIn", "DocumentSummary", "Embed", "ImportPlan", "ImportReport",
+           "KnowledgeBase", "PlannedChunk", "ValidationQuestion", "chunk_text", "collapse_hits",
+           "content_hash", "import_lock_name", "read_folder"]
 
 logger = logging.getLogger(__name__)
 CHUNK_MIN, CHUNK_MAX, OVERLAP = 300, 500, 60

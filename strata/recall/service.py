@@ -50,7 +50,7 @@ from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
 __all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "assemble",
-           "could_pass", "decide_route", "select_candidates"]
+           "could_pass", "decide_route", "select_candidates", "working_only"]
 
 logger = logging.getLogger(__name__)
 
@@ -315,6 +315,17 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                           layers=decision.layers, degraded=found.degraded,
                           timings_ms={k: round(v, 2) for k, v in found.timings_ms.items()},
                           debug=debug)
+
+
+def working_only(request: RecallRequest, working: WorkingSnapshot | None) -> RecallResponse:
+    """The answer when the long-term stores cannot be searched at all: the session's working
+    memory alone (if there is one), marked degraded, rather than an error."""
+    builder = ContextBuilder(request.budget_tokens)
+    if working is not None:
+        builder.add_working(working.window, working.summary, working.pinned,
+                            working.task_state)
+    return RecallResponse(context=builder.render(), items=[], route="degraded",
+                          layers=[Layer.WORKING] if working is not None else [], degraded=True)
 
 
 CONTEXT_BOOST = 1.25  # the current context's memories rank as if they scored this much more

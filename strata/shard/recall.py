@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
-from strata.models import RecallRequest, Scope
+from strata.models import Layer, RecallRequest, Scope
 from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.service import (
@@ -62,7 +62,7 @@ class ShardRecall:
             service = self._service
             personal = [layer for layer in decision.layers if layer in LONG_TERM]
             corrections = (correction_items(corrections_of(longterm.vectors, scope))
-                           if "knowledge" in decision.layers else {})
+                           if Layer.KNOWLEDGE in decision.layers else {})
             if not personal:
                 return MemoryAnswer(decision=decision, working=working,
                                     found=LayerCandidates(), corrections=corrections)
@@ -91,7 +91,7 @@ class ShardRecall:
         return MemoryAnswer(decision=decision, working=working, found=found,
                             most_used=(service.most_used(scope, request.agent or "")
                                        if needs_fallback else []),
-                            embedding=embedded if "knowledge" in decision.layers else None,
+                            embedding=embedded if Layer.KNOWLEDGE in decision.layers else None,
                             corrections=corrections)
 
     def embed_query(self, text: str) -> QueryEmbedding:

@@ -1,0 +1,1 @@
+"""The ingress's routes, one module per group (the map is in ``serve_app.ingress``)."""

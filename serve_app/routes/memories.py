@@ -1,0 +1,165 @@
+"""A user's long-term memories over HTTP: ``/v1/users/{user_id}/…`` — create, list, edit,
+forget; corrections of knowledge; proactive follow-ups; erasing a user. Each is a call to
+the user's shard, in the scope the key's tenant and the path's user make."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+
+from serve_app.guards import api_router
+from serve_app.routes.base import IngressState, resolve
+from serve_app.routes.deps import AgentParam, Caller, UserScope
+from strata.auth import Principal
+from strata.errors import InvalidInput, NotFound
+from strata.layers.corrections import CorrectionIn, correction_create
+from strata.layers.memories import MemoryCreate, MemoryPatch
+from strata.layers.proactive import FollowUp, FollowUpFeedback, FollowUpRequest
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    MemoryStatus,
+    Scope,
+    check_name,
+    context_name,
+)
+
+__all__ = ["FollowUps", "MemoryList", "MemoryRoutes", "MemoryUpdated", "MemoryVersions",
+           "router"]
+
+router = api_router()
+
+
+class MemoryList(BaseModel):
+    memories: list[MemoryItem]
+
+
+class MemoryVersions(BaseModel):
+    versions: list[MemoryItem]
+
+
+class MemoryUpdated(BaseModel):
+    memory: MemoryItem
+
+
+class FollowUps(BaseModel):
+    follow_ups: list[FollowUp]
+
+
+class MemoryRoutes(IngressState):
+    """One user's long-term memory."""
+
+    async def _changeable(self, principal: Principal, scope: Scope, memory_id: str,
+                          agent: str | None) -> str | None:
+        """The view a change to a memory acts in, once the key may change it: an agent key
+        may not touch what only an admin writes (procedures, source admin), in any version
+        of a fact, nor what its agent does not see."""
+        viewer = principal.viewer(agent)
+        if principal.role != "admin" or viewer is not None:
+            for item in await resolve(self._shards.for_scope(scope).memory_history.remote(
+                    scope, memory_id, viewer)):
+                principal.require_may_write(item.kind, item.source)
+        return viewer
+
+    @router.post("/v1/users/{user_id}/memories")
+    async def create_memory(self, body: MemoryCreate, principal: Caller,
+                            scope: UserScope) -> dict[str, Any]:
+        principal.require_may_write(body.kind, body.source)
+        body = body.model_copy(update={"agent": principal.agent_for(body.agent)})
+        result: dict[str, Any] = await resolve(
+            self._shards.for_scope(scope).create_memory.remote(scope, body))
+        return result
+
+    @router.post("/v1/users/{user_id}/knowledge/corrections")
+    async def correct_knowledge(self, body: CorrectionIn, scope: UserScope) -> dict[str, Any]:
+        """The user's correction of a knowledge chunk, kept as that user's memory and shown
+        under the chunk in that user's later recalls (the knowledge base is not changed)."""
+        vectors = await self._vector_store()
+        found = await asyncio.to_thread(vectors.get, Collection.KNOWLEDGE,
+                                        Scope.shared(scope.tenant), [body.chunk_id])
+        if not found or found[0].status != "active":
+            raise NotFound(f"no current knowledge chunk {body.chunk_id!r} in this tenant's "
+                           "knowledge base (ids come from a recall's knowledge items)")
+        result: dict[str, Any] = await resolve(self._shards.for_scope(scope).create_memory
+                                               .remote(scope, correction_create(found[0],
+                                                                                body.text)))
+        return result
+
+    @router.post("/v1/users/{user_id}/follow-ups", response_model=FollowUps)
+    async def follow_ups(self, body: FollowUpRequest, principal: Caller,
+                         scope: UserScope) -> FollowUps:
+        """Proactive recall: at most ``limit`` of the user's open threads to bring up now
+        (``strata.layers.proactive``), rationed per topic and per session."""
+        chosen = await resolve(self._shards.for_scope(scope).follow_ups.remote(
+            scope, body.session_id, body.limit, principal.viewer()))
+        return FollowUps(follow_ups=chosen)
+
+    @router.post("/v1/users/{user_id}/follow-ups/{topic}/feedback")
+    async def follow_up_feedback(self, topic: str, body: FollowUpFeedback,
+                                 scope: UserScope) -> dict[str, Any]:
+        """The agent's report on a proposed follow-up: ``used`` or ``dismissed``."""
+        try:
+            check_name("topic", topic)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        result: dict[str, Any] = await resolve(self._shards.for_scope(scope)
+                                               .follow_up_feedback.remote(scope, topic,
+                                                                          body.outcome))
+        return result
+
+    @router.get("/v1/users/{user_id}/memories", response_model=MemoryList)
+    async def list_memories(self, principal: Caller, scope: UserScope, agent: AgentParam,
+                            kind: MemoryKind | None = None, status: str | None = None,
+                            q: str | None = None, limit: int = 100,
+                            context: str | None = None) -> MemoryList:
+        """The user's memories that the calling agent may see (an admin key naming no agent:
+        all of them), newest first; ``context``: only that project's / business line's."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000")
+        if status is not None and status not in {s.value for s in MemoryStatus}:
+            raise InvalidInput(f"unknown status {status!r}; one of "
+                               f"{sorted(s.value for s in MemoryStatus)}")
+        try:
+            context = context_name(context)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        items = await resolve(self._shards.for_scope(scope).list_memories.remote(
+            scope, kind, status, q, limit, principal.viewer(agent), context))
+        return MemoryList(memories=items)
+
+    @router.get("/v1/users/{user_id}/memories/{memory_id}/history",
+                response_model=MemoryVersions)
+    async def memory_history(self, memory_id: str, principal: Caller, scope: UserScope,
+                             agent: AgentParam) -> MemoryVersions:
+        items = await resolve(self._shards.for_scope(scope).memory_history.remote(
+            scope, memory_id, principal.viewer(agent)))
+        return MemoryVersions(versions=items)
+
+    @router.patch("/v1/users/{user_id}/memories/{memory_id}", response_model=MemoryUpdated)
+    async def update_memory(self, memory_id: str, body: MemoryPatch, principal: Caller,
+                            scope: UserScope, agent: AgentParam) -> MemoryUpdated:
+        """Edit a memory the calling agent sees; its context, and — for its own agent or an
+        admin — its visibility."""
+        viewer = await self._changeable(principal, scope, memory_id, agent)
+        item = await resolve(self._shards.for_scope(scope).update_memory.remote(
+            scope, memory_id, body, viewer))
+        return MemoryUpdated(memory=item)
+
+    @router.delete("/v1/users/{user_id}/memories/{memory_id}")
+    async def delete_memory(self, memory_id: str, principal: Caller, scope: UserScope,
+                            agent: AgentParam) -> dict[str, Any]:
+        viewer = await self._changeable(principal, scope, memory_id, agent)
+        result: dict[str, Any] = await resolve(
+            self._shards.for_scope(scope).delete_memory.remote(scope, memory_id, viewer))
+        return {"deleted": memory_id, **result}
+
+    @router.delete("/v1/users/{user_id}")
+    async def delete_user(self, user_id: str, principal: Caller,
+                          scope: UserScope) -> dict[str, Any]:
+        principal.require_admin()  # it erases procedures and source-admin memories too
+        result: dict[str, Any] = await resolve(
+            self._shards.for_scope(scope).delete_user.remote(scope))
+        return {"deleted_user": user_id, **result}

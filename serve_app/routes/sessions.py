@@ -1,0 +1,108 @@
+"""Working memory over HTTP: ``/v1/sessions/{session_id}/…`` — each call is one call to
+the user's session shard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from serve_app.guards import api_router
+from serve_app.routes.base import IngressState, resolve
+from serve_app.routes.deps import AgentParam, Caller
+from strata.auth import scope_for
+from strata.errors import InvalidInput
+from strata.shard.models import CloseAck, TurnAck, TurnIn, WorkingMemoryView
+
+__all__ = ["SessionRoutes", "TaskStateRequest", "TurnBatchRequest", "TurnBatchResponse",
+           "TurnRequest", "UserRequest", "router"]
+
+router = api_router()
+
+
+class TurnRequest(TurnIn):
+    user_id: str
+
+
+class TurnBatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    turns: list[TurnIn] = Field(min_length=1, description="in order; one session's turns")
+
+
+class TurnBatchResponse(BaseModel):
+    session_id: str
+    acks: list[TurnAck]
+
+
+class UserRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+
+
+class TaskStateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    patch: dict[str, Any]
+
+
+class TaskState(BaseModel):
+    session_id: str
+    task_state: dict[str, Any]
+
+
+class SessionRoutes(IngressState):
+    """Turns in, the window out, close; the user is named in the body (or the query)."""
+
+    @router.post("/v1/sessions/{session_id}/turns", response_model=TurnAck)
+    async def append_turn(self, session_id: str, body: TurnRequest,
+                          principal: Caller) -> TurnAck:
+        scope = scope_for(principal, body.user_id)
+        ack: TurnAck = await resolve(self._shards.for_scope(scope).append_turn.remote(
+            scope, session_id, body.role, body.content, body.created_at, body.metadata,
+            body.turn_id, body.context, principal.agent_for(body.agent),
+            principal.viewer(body.agent)))
+        return ack
+
+    @router.post("/v1/sessions/{session_id}/turns/batch", response_model=TurnBatchResponse)
+    async def append_turns(self, session_id: str, body: TurnBatchRequest,
+                           principal: Caller) -> TurnBatchResponse:
+        """Many turns of one session in order, acknowledged once all are durable."""
+        scope = scope_for(principal, body.user_id)
+        named = {t.agent for t in body.turns if t.agent}
+        if len(named) > 1:
+            raise InvalidInput(f"a batch is one agent's turns; it names {sorted(named)}")
+        agent = principal.agent_for(next(iter(named), None))
+        turns = [t.model_copy(update={"agent": agent}) for t in body.turns]
+        acks = await resolve(self._shards.for_scope(scope).append_turns.remote(
+            scope, session_id, turns, principal.viewer(agent)))
+        return TurnBatchResponse(session_id=session_id, acks=acks)
+
+    @router.post("/v1/sessions/{session_id}/close", response_model=CloseAck)
+    async def close_session(self, session_id: str, body: UserRequest,
+                            principal: Caller) -> CloseAck:
+        scope = scope_for(principal, body.user_id)
+        ack: CloseAck = await resolve(self._shards.for_scope(scope).close.remote(
+            scope, session_id))
+        return ack
+
+    @router.get("/v1/sessions/{session_id}/working-memory", response_model=WorkingMemoryView)
+    async def working_memory(self, session_id: str, user_id: str, principal: Caller,
+                             agent: AgentParam) -> WorkingMemoryView:
+        """The session's working memory; a session of an agent is that agent's (or an
+        admin's) to read."""
+        scope = scope_for(principal, user_id)
+        view: WorkingMemoryView = await resolve(self._shards.for_scope(scope).view.remote(
+            scope, session_id, principal.viewer(agent)))
+        return view
+
+    @router.patch("/v1/sessions/{session_id}/task-state", response_model=TaskState)
+    async def task_state(self, session_id: str, body: TaskStateRequest,
+                         principal: Caller) -> TaskState:
+        scope = scope_for(principal, body.user_id)
+        state = await resolve(self._shards.for_scope(scope).patch_task_state.remote(
+            scope, session_id, body.patch))
+        return TaskState(session_id=session_id, task_state=state)
