@@ -57,7 +57,11 @@ export interface paths {
          */
         get: operations["list_documents_v1_knowledge_documents_get"];
         put?: never;
-        /** Post Documents */
+        /**
+         * Post Documents
+         * @description (admin) Import documents: 200 with the report, or 422 when a validation question
+         *     failed (nothing changed; the report says why).
+         */
         post: operations["post_documents_v1_knowledge_documents_post"];
         delete?: never;
         options?: never;
@@ -252,7 +256,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Hot Index */
+        /**
+         * Hot Index
+         * @description (admin) Every shard's hot index: users, memories, bytes, loads, evictions.
+         */
         get: operations["hot_index_v1_admin_hot_index_get"];
         put?: never;
         post?: never;
@@ -502,6 +509,43 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * ChunkVersion
+         * @description One chunk of a document, in one version.
+         */
+        ChunkVersion: {
+            /** Id */
+            id: string;
+            /** Position */
+            position: number;
+            /** Version */
+            version: number;
+            /** Status */
+            status: string;
+            /** Text */
+            text: string;
+            /** Embed Model */
+            embed_model: string;
+            /** Content Hash */
+            content_hash: string;
+        };
+        /** CloseAck */
+        CloseAck: {
+            /** Session Id */
+            session_id: string;
+            /**
+             * Closed
+             * @default true
+             */
+            closed?: boolean;
+            /**
+             * Already Closed
+             * @default false
+             */
+            already_closed?: boolean;
+            /** Extraction Job */
+            extraction_job?: string | null;
+        };
+        /**
          * CorrectionIn
          * @description Body of ``POST /v1/users/{user_id}/knowledge/corrections``.
          */
@@ -516,6 +560,13 @@ export interface components {
              * @description what the user says instead
              */
             text: string;
+        };
+        /** DocumentChunks */
+        DocumentChunks: {
+            /** Doc Id */
+            doc_id: string;
+            /** Chunks */
+            chunks: components["schemas"]["ChunkVersion"][];
         };
         /** DocumentIn */
         DocumentIn: {
@@ -549,6 +600,26 @@ export interface components {
              */
             detail: string;
         };
+        /** FollowUp */
+        FollowUp: {
+            /** Topic */
+            topic: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "plan" | "open_task";
+            /** Text */
+            text: string;
+            /** Reason */
+            reason: string;
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
+            provenance?: components["schemas"]["Provenance"];
+        };
         /**
          * FollowUpFeedback
          * @description Body of ``POST /v1/users/{user_id}/follow-ups/{topic}/feedback``.
@@ -576,12 +647,43 @@ export interface components {
              */
             limit?: number;
         };
+        /** FollowUps */
+        FollowUps: {
+            /** Follow Ups */
+            follow_ups: components["schemas"]["FollowUp"][];
+        };
+        /** HotIndexStats */
+        HotIndexStats: {
+            /** Shards */
+            shards: {
+                [key: string]: unknown;
+            }[];
+        };
         /** ImportRequest */
         ImportRequest: {
             /** Documents */
             documents: components["schemas"]["DocumentIn"][];
             /** Validate */
             validate?: components["schemas"]["ValidationQuestion"][];
+        };
+        /**
+         * ImportSummary
+         * @description What importing an export into a user did (``ImportCounts``, with the file's lines
+         *     and the model its vectors were made with).
+         */
+        ImportSummary: {
+            /** User Id */
+            user_id: string;
+            /** Lines */
+            lines: number;
+            /** Created */
+            created: number;
+            /** Updated */
+            updated: number;
+            /** Unchanged */
+            unchanged: number;
+            /** Embed Model Of File */
+            embed_model_of_file: string;
         };
         /** IntentResult */
         IntentResult: {
@@ -594,6 +696,29 @@ export interface components {
              * @default false
              */
             deferred?: boolean;
+        };
+        /**
+         * KnowledgeHit
+         * @description A current chunk that matched, once per text; ``doc_ids``: every document holding it.
+         */
+        KnowledgeHit: {
+            /** Id */
+            id: string;
+            /** Doc Id */
+            doc_id: string | null;
+            /** Doc Ids */
+            doc_ids: string[] | null;
+            /** Version */
+            version: number | null;
+            /** Text */
+            text: string;
+            /** Score */
+            score: number;
+        };
+        /** KnowledgeHits */
+        KnowledgeHits: {
+            /** Results */
+            results: components["schemas"]["KnowledgeHit"][];
         };
         /**
          * Layer
@@ -648,10 +773,86 @@ export interface components {
             shared_with?: string[];
         };
         /**
+         * MemoryItem
+         * @description A long-term memory of one user: a fact, an episode or a procedure.
+         */
+        MemoryItem: {
+            /** Id */
+            id: string;
+            kind: components["schemas"]["MemoryKind"];
+            /** Text */
+            text: string;
+            /** Key */
+            key?: string | null;
+            /** Value */
+            value?: string | null;
+            /**
+             * Confidence
+             * @default 0.8
+             */
+            confidence?: number;
+            /** @default user_stated */
+            source?: components["schemas"]["Source"];
+            /** @default active */
+            status?: components["schemas"]["MemoryStatus"];
+            /** Scope Tags */
+            scope_tags?: string[];
+            provenance?: components["schemas"]["Provenance"];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at?: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at?: string;
+            /** Event Time */
+            event_time?: string | null;
+            /** Valid To */
+            valid_to?: string | null;
+            /** Superseded By */
+            superseded_by?: string | null;
+            /** Last Access At */
+            last_access_at?: string | null;
+            /**
+             * Access Count
+             * @default 0
+             */
+            access_count?: number;
+            /**
+             * Weight
+             * @default 1
+             */
+            weight?: number;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** Context */
+            context?: string | null;
+            /** Agent */
+            agent?: string | null;
+            /**
+             * Visibility
+             * @default shared
+             * @enum {string}
+             */
+            visibility?: "shared" | "private" | "agents";
+            /** Shared With */
+            shared_with?: string[];
+        };
+        /**
          * MemoryKind
          * @enum {string}
          */
         MemoryKind: "fact" | "episode" | "procedure";
+        /** MemoryList */
+        MemoryList: {
+            /** Memories */
+            memories: components["schemas"]["MemoryItem"][];
+        };
         /**
          * MemoryPatch
          * @description Body of ``PATCH /v1/users/{user_id}/memories/{id}``.
@@ -680,6 +881,22 @@ export interface components {
             visibility?: ("shared" | "private" | "agents") | null;
             /** Shared With */
             shared_with?: string[] | null;
+        };
+        /**
+         * MemoryStatus
+         * @description A stored memory's or chunk's status (a StrEnum: it formats and compares as its value,
+         *     the string stored in a record's ``status`` column).
+         * @enum {string}
+         */
+        MemoryStatus: "active" | "superseded" | "pending" | "observation" | "cold" | "archived" | "deprecated";
+        /** MemoryUpdated */
+        MemoryUpdated: {
+            memory: components["schemas"]["MemoryItem"];
+        };
+        /** MemoryVersions */
+        MemoryVersions: {
+            /** Versions */
+            versions: components["schemas"]["MemoryItem"][];
         };
         /**
          * Provenance
@@ -795,6 +1012,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /**
+         * Role
+         * @enum {string}
+         */
+        Role: "user" | "assistant" | "system" | "tool";
         /** SearchRequest */
         SearchRequest: {
             /** Query */
@@ -810,6 +1032,15 @@ export interface components {
          * @enum {string}
          */
         Source: "user_stated" | "inferred" | "admin";
+        /** TaskState */
+        TaskState: {
+            /** Session Id */
+            session_id: string;
+            /** Task State */
+            task_state: {
+                [key: string]: unknown;
+            };
+        };
         /** TaskStateRequest */
         TaskStateRequest: {
             /** User Id */
@@ -818,6 +1049,39 @@ export interface components {
             patch: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * Turn
+         * @description One message of a conversation, as stored in working memory and the WAL.
+         */
+        Turn: {
+            /** Turn Id */
+            turn_id: string;
+            /** Session Id */
+            session_id: string;
+            /** User Id */
+            user_id: string;
+            role: components["schemas"]["Role"];
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at?: string;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Pinned
+             * @default false
+             */
+            pinned?: boolean;
+            /** Agent */
+            agent?: string | null;
+            /** Context */
+            context?: string | null;
         };
         /** TurnAck */
         TurnAck: {
@@ -936,6 +1200,40 @@ export interface components {
             question: string;
             /** Expect Doc Id */
             expect_doc_id: string;
+        };
+        /** WorkingMemoryView */
+        WorkingMemoryView: {
+            /** Session Id */
+            session_id: string;
+            /** User Id */
+            user_id: string;
+            /** Window */
+            window: components["schemas"]["Turn"][];
+            /** Summary */
+            summary: string;
+            /** Pinned */
+            pinned: components["schemas"]["Turn"][];
+            /** Task State */
+            task_state: {
+                [key: string]: unknown;
+            };
+            /** Turn Count */
+            turn_count: number;
+            /** Tokens */
+            tokens: number;
+            /** Closed */
+            closed: boolean;
+            /**
+             * Last Active At
+             * Format: date-time
+             */
+            last_active_at: string;
+            /** Context */
+            context?: string | null;
+            /** Set Aside */
+            set_aside?: string[];
+            /** Agent */
+            agent?: string | null;
         };
     };
     responses: never;
@@ -1648,9 +1946,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["TurnAck"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -1828,9 +2124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CloseAck"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -1918,9 +2212,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["WorkingMemoryView"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2009,9 +2301,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["TaskState"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2181,9 +2471,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["HotIndexStats"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2258,8 +2546,8 @@ export interface operations {
                 status?: string | null;
                 q?: string | null;
                 limit?: number;
-                agent?: string | null;
                 context?: string | null;
+                agent?: string | null;
             };
             header?: never;
             path: {
@@ -2275,9 +2563,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["MemoryList"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2548,9 +2834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["FollowUps"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2623,8 +2907,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                user_id: string;
                 topic: string;
+                user_id: string;
             };
             cookie?: never;
         };
@@ -2717,8 +3001,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                user_id: string;
                 memory_id: string;
+                user_id: string;
             };
             cookie?: never;
         };
@@ -2730,9 +3014,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["MemoryVersions"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -2807,8 +3089,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                user_id: string;
                 memory_id: string;
+                user_id: string;
             };
             cookie?: never;
         };
@@ -2897,8 +3179,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                user_id: string;
                 memory_id: string;
+                user_id: string;
             };
             cookie?: never;
         };
@@ -2914,9 +3196,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["MemoryUpdated"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -3262,9 +3542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ImportSummary"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -3349,9 +3627,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DocumentChunks"];
                 };
             };
             /** @description no API key, or an unknown one */
@@ -3438,9 +3714,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["KnowledgeHits"];
                 };
             };
             /** @description no API key, or an unknown one */
