@@ -12,6 +12,11 @@ A request that meets a 503 or a connection error is retried with exponential bac
 honouring ``Retry-After`` (``RetryPolicy``). Turns get a client ``turn_id`` when the caller
 gives none, generated once before the first attempt, so a retried turn is deduplicated by
 the server instead of written twice.
+
+Why this module is long: it is the whole HTTP API as one SDK — every endpoint written once in
+``_Api``, each a few lines mapping arguments to a request — plus the retry policy and the
+path-segment encoding every method relies on. Split by endpoint, the one small pattern would
+be spread over a dozen files and the sync and async clients would need to import them all.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from serve_app.routes.deps import AgentParam, Caller, UserScope
 from strata.auth import Principal
 from strata.errors import InvalidInput, NotFound
 from strata.layers.corrections import CorrectionIn, correction_create
-from strata.layers.memories import MemoryCreate, MemoryPatch
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.proactive import FollowUp, FollowUpFeedback, FollowUpRequest
 from strata.models import (
     Collection,

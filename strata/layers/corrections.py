@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.layers.memories import MemoryCreate
+from strata.layers.memory_models import MemoryCreate
 from strata.models import (
     Collection,
     MemoryKind,

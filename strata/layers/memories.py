@@ -6,9 +6,9 @@ Runs inside the user's session shard (the single writer of that user's long-term
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from strata.conflict import ConflictResolver
 from strata.errors import Forbidden, InvalidInput, NotFound
@@ -19,14 +19,13 @@ from strata.extract.pii import find_pii
 from strata.extract.terms import coverage, has_cjk
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
 from strata.layers.semantic import FactStore
 from strata.models import (
     LONG_TERM,
-    AgentName,
     Collection,
-    ContextName,
     Layer,
     MemoryItem,
     MemoryKind,
@@ -35,10 +34,7 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
-    Visibility,
     check_id,
-    check_name,
-    context_name,
     is_visible,
     utcnow,
 )
@@ -46,7 +42,7 @@ from strata.stores.embedders import PreparedEmbedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Embedder, VectorStore
 
-__all__ = ["LongTermMemory", "MemoryCreate", "MemoryPatch"]
+__all__ = ["LongTermMemory"]
 
 logger = logging.getLogger(__name__)
 MAX_EXCHANGES_SCAN = 16_384  # one session's exchanges (Milvus's largest query limit)
@@ -59,71 +55,6 @@ MIN_SHARED_TEXT = 8  # shorter shared text ("ok", a name) does not tie two memor
 def _plain(text: str) -> str:
     """Text compared for "the same words": case-folded, runs of space as one, no end stops."""
     return " ".join(text.casefold().split()).strip(" .!?。！？")
-
-
-class MemoryCreate(BaseModel):
-    """Body of ``POST /v1/users/{user_id}/memories``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: MemoryKind
-    text: str | None = Field(default=None, max_length=8000)
-    key: str | None = Field(default=None, max_length=200)
-    value: str | None = Field(default=None, max_length=2000)
-    confidence: float = Field(default=0.9, ge=0.0, le=1.0)
-    source: Source = Source.USER_STATED
-    scope_tags: list[str] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    session_id: str | None = None
-    context: ContextName | None = Field(default=None, description="the project / business line")
-    agent: AgentName | None = Field(default=None, description=(
-        "the agent that learned it (a key bound to an agent sets it)"))
-    visibility: Visibility | None = Field(default=None, description=(
-        "shared (all of the tenant's agents), private (the agent only) or agents (the agent "
-        "and shared_with); default: shared, private when source is inferred"))
-    shared_with: list[AgentName] = Field(default_factory=list, max_length=50)
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        return None if value is None else check_name("key", value)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [check_name("scope tag", tag) for tag in value]
-
-    @field_validator("session_id")
-    @classmethod
-    def _session_id(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("session_id", value)
-
-
-class MemoryPatch(BaseModel):
-    """Body of ``PATCH /v1/users/{user_id}/memories/{id}``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str | None = Field(default=None, min_length=1, max_length=8000)
-    value: str | None = Field(default=None, min_length=1, max_length=2000)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    status: Literal["active", "cold", "archived"] | None = None
-    scope_tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    context: str | None = Field(default=None, description=(
-        "move it to this project / business line; \"\" makes it the user's in general"))
-    visibility: Visibility | None = None
-    shared_with: list[AgentName] | None = Field(default=None, max_length=50)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else [check_name("scope tag", tag) for tag in value]
-
-    @field_validator("context")
-    @classmethod
-    def _context(cls, value: str | None) -> str | None:
-        return value if value in (None, "") else context_name(value)
 
 
 def _strings(value: Any) -> list[str]:

@@ -28,7 +28,8 @@ from strata.layers.decay import (
     sweep_scope,
 )
 from strata.layers.forgetting import FilePurge
-from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.transfer import import_items
 from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
 from strata.portability import ImportCounts

@@ -13,7 +13,8 @@ from strata.extract.base import Candidate
 from strata.extract.worker import WriteSummary
 from strata.layers.decay import DecayPolicy, StatusChange, SweepCounts
 from strata.layers.forgetting import FilePurge
-from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.proactive import FollowUp
 from strata.layers.summarize import Summarizer
 from strata.layers.working import WorkingMemoryConfig

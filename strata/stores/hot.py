@@ -25,6 +25,11 @@ propagates, so nothing the block wrote was acknowledged.
 Users leave the index least recently used first when the estimated bytes pass
 ``max_bytes``, and when idle for ``ttl_s``. Milvus remains the source of truth: an evicted
 or restarted index loses nothing but time.
+
+Why this module is long: it implements the whole ``VectorStore`` port (a write-through layer
+must answer every method), and its write paths, eviction and access batching share one lock
+and one per-user table; the tables themselves (search, BM25, late interaction) are in
+``hot_table``.
 """
 
 from __future__ import annotations

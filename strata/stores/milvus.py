@@ -17,6 +17,11 @@ Collections made before the ``lexical`` field existed keep working: their BM25 r
 Every method builds its filter expression starting with the scope, so no call can
 reach another scope's rows. Milvus searches unflushed ("growing") rows slowly, so
 writes count unflushed rows and the ``FlushPolicy`` decides when to flush.
+
+Why this module is long: it is one engine's whole ``VectorStore`` port (schema and its
+migrations, writes, three searches, decay scans, purge) plus the physical-collection
+operations re-embedding needs; each method is a short translation to pymilvus. What stands
+alone is elsewhere: filter expressions in ``milvus_expr``, when to flush in ``milvus_flush``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, MemoryStatus, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.stores.lexical import normalize
 from strata.stores.lite_compaction import LiteCompactionUnavailable, compact_deleted
+from strata.stores.milvus_expr import filter_expr, lit
+from strata.stores.milvus_flush import FlushGate, FlushPolicy
 from strata.stores.ports import DecayFields, PurgeReport, complete_parts, fuse_rrf, score_ids
 
 __all__ = ["FlushPolicy", "MilvusVectorStore"]
@@ -68,87 +75,6 @@ def _milvus_errors(action: str) -> Iterator[None]:
         raise VectorStoreError(f"milvus {action} failed: {type(exc).__name__}: {exc}") from exc
 
 
-class _FlushGate:
-    """Reads share it; a flush holds it alone. milvus-lite swaps its unflushed table outside
-    its own lock, so a read that straddles a flush can miss the rows being flushed (a delete
-    by filter then leaves them, a ``get`` says they do not exist)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._flushing = False
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._flushing)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
-
-    @contextmanager
-    def flushing(self) -> Iterator[None]:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._flushing and self._readers == 0)
-            self._flushing = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._flushing = False
-                self._cond.notify_all()
-
-
-def _lit(value: str) -> str:
-    """A Milvus expression string literal (JSON escaping is what the parser accepts)."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _num(value: float | int | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value)
-
-
-class FlushPolicy:
-    """Flush when unflushed rows pass a threshold, or when they are older than an interval.
-
-    Searching growing segments is slow on milvus-lite (docs/benchmarks.md), so rows
-    should not stay unflushed for long; but each flush costs time, so writes batch up.
-    """
-
-    def __init__(self, max_unflushed_rows: int = 500, max_age_s: float = 2.0) -> None:
-        self.max_unflushed_rows = max_unflushed_rows
-        self.max_age_s = max_age_s
-        self._unflushed: dict[Collection, int] = {}
-        self._since: dict[Collection, float] = {}
-
-    def record_write(self, collection: Collection, rows: int, now: float) -> None:
-        if rows <= 0:
-            return
-        self._unflushed[collection] = self._unflushed.get(collection, 0) + rows
-        self._since.setdefault(collection, now)
-
-    def due(self, now: float) -> list[Collection]:
-        """Collections whose unflushed rows should be flushed now."""
-        return [
-            c
-            for c, n in self._unflushed.items()
-            if n >= self.max_unflushed_rows or now - self._since[c] >= self.max_age_s
-        ]
-
-    def flushed(self, collection: Collection) -> None:
-        self._unflushed.pop(collection, None)
-        self._since.pop(collection, None)
-
-    def unflushed(self, collection: Collection) -> int:
-        return self._unflushed.get(collection, 0)
-
-
 class MilvusVectorStore:
     """``VectorStore`` on Milvus. With a lite URI, exactly one process may hold this."""
 
@@ -169,7 +95,7 @@ class MilvusVectorStore:
         # back). Writes and flushes take ``_writes`` one at a time; reads share ``_gate``,
         # which a flush holds alone.
         self._writes = threading.RLock()
-        self._gate = _FlushGate()
+        self._gate = FlushGate()
         self._dim: int | None = None
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
@@ -240,7 +166,7 @@ class MilvusVectorStore:
 
     def count_physical(self, name: str, scope_key: str | None = None) -> int:
         """Rows in a physical collection (of one scope, if given)."""
-        expr = 'pk != ""' if scope_key is None else f"scope == {_lit(scope_key)}"
+        expr = 'pk != ""' if scope_key is None else f"scope == {lit(scope_key)}"
         with _milvus_errors("count"):
             rows = self._client.query(name, filter=expr, output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
@@ -368,11 +294,11 @@ class MilvusVectorStore:
         if not ids:
             return 0
         pks = [f"{scope.key}|{i}" for i in ids]
-        expr = f"scope == {_lit(scope.key)} and pk in {json.dumps(pks, ensure_ascii=False)}"
+        expr = f"scope == {lit(scope.key)} and pk in {json.dumps(pks, ensure_ascii=False)}"
         return self._delete(collection, expr)
 
     def delete_scope(self, collection: Collection, scope: Scope) -> int:
-        return self._delete(collection, f"scope == {_lit(scope.key)}")
+        return self._delete(collection, f"scope == {lit(scope.key)}")
 
     def _delete(self, collection: Collection, expr: str) -> int:
         with self._writes:
@@ -391,27 +317,6 @@ class MilvusVectorStore:
             self.flush(collection)
 
     # -- reads -----------------------------------------------------------------------
-    def _expr(self, scope: Scope, flt: RecordFilter | None) -> str:
-        parts = [f"scope == {_lit(scope.key)}"]
-        if flt is not None:
-            if flt.statuses is not None:
-                parts.append(f"status in {json.dumps(flt.statuses, ensure_ascii=False)}")
-            if flt.ids is not None:
-                pks = [f"{scope.key}|{i}" for i in flt.ids]
-                parts.append(f"pk in {json.dumps(pks, ensure_ascii=False)}")
-            if flt.created_after is not None:
-                parts.append(f"created_at >= {_num(flt.created_after)}")
-            if flt.created_before is not None:
-                parts.append(f"created_at <= {_num(flt.created_before)}")
-            for op, items in (("==", flt.payload_equals), ("!=", flt.payload_not_equals)):
-                for key, value in items.items():
-                    rhs = _lit(value) if isinstance(value, str) else _num(value)
-                    path = "".join(f'["{part}"]' for part in key.split("."))
-                    parts.append(f"payload{path} {op} {rhs}")
-            if flt.visible_to is not None:
-                parts.append(_visible_expr(flt.visible_to))
-        return " and ".join(parts)
-
     def _record(self, scope: Scope, entity: dict[str, Any]) -> StoredRecord:
         return StoredRecord(
             id=str(entity["pk"])[len(scope.key) + 1:],
@@ -428,13 +333,13 @@ class MilvusVectorStore:
         """Records by id, with their vectors (so an update need not re-embed)."""
         if not ids:
             return []
-        return self._full(collection, scope, self._expr(scope, RecordFilter(ids=list(ids))),
+        return self._full(collection, scope, filter_expr(scope, RecordFilter(ids=list(ids))),
                           len(ids))
 
     def scan_scope(self, collection: Collection, scope: Scope,
                    limit: int = 16_384) -> list[StoredRecord]:
         """Every record of the scope, with vectors and token vectors (a hot-index load)."""
-        return self._full(collection, scope, self._expr(scope, None), limit)
+        return self._full(collection, scope, filter_expr(scope, None), limit)
 
     def _full(self, collection: Collection, scope: Scope, expr: str,
               limit: int) -> list[StoredRecord]:
@@ -460,13 +365,13 @@ class MilvusVectorStore:
         limit: int = 100,
     ) -> list[StoredRecord]:
         with self._gate.reading(), _milvus_errors("query"):
-            rows = self._client.query(self.name(collection), filter=self._expr(scope, flt),
+            rows = self._client.query(self.name(collection), filter=filter_expr(scope, flt),
                                       output_fields=_OUTPUT, limit=limit)
         return [self._record(scope, row) for row in rows]
 
     def count(self, collection: Collection, scope: Scope) -> int:
         with self._gate.reading(), _milvus_errors("count"):
-            rows = self._client.query(self.name(collection), filter=self._expr(scope, None),
+            rows = self._client.query(self.name(collection), filter=filter_expr(scope, None),
                                       output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
@@ -476,7 +381,7 @@ class MilvusVectorStore:
         with self._gate.reading(), _milvus_errors("search"):
             result = self._client.search(
                 self.name(collection), data=data, anns_field=field, limit=k,
-                filter=self._expr(scope, flt), output_fields=_OUTPUT, search_params=params)
+                filter=filter_expr(scope, flt), output_fields=_OUTPUT, search_params=params)
         hits = []
         for hit in result[0]:
             entity = dict(hit["entity"])
@@ -636,16 +541,3 @@ class MilvusVectorStore:
     def close(self) -> None:
         with _milvus_errors("close"):
             self._client.close()
-
-
-def _visible_expr(viewer: str) -> str:
-    """``strata.models.is_visible`` as a Milvus expression (a row without the field is
-    shared; a comparison with a missing JSON key is never true, so ``exists`` says it)."""
-    hidden = ('(not exists payload["visibility"] or (payload["visibility"] != "private" '
-              'and payload["visibility"] != "agents"))')
-    if not viewer:
-        return hidden
-    mine = f'payload["agent"] == {_lit(viewer)}'
-    named = (f'(payload["visibility"] == "agents" and '
-             f'json_contains(payload["shared_with"], {_lit(viewer)}))')
-    return f"({hidden} or {mine} or {named})"

@@ -16,7 +16,7 @@ from actors.directory import ShardDirectory
 from actors.store_owner import start_store_owner
 from jobs import knowledge_import
 from jobs.decay_sweep import sweep_all
-from strata.layers.memories import MemoryCreate
+from strata.layers.memory_models import MemoryCreate
 from strata.models import MemoryKind, Scope
 from strata.settings import Settings
 from strata.stores.redis_server import EmbeddedRedis

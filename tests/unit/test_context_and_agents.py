@@ -8,7 +8,8 @@ import pytest
 from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput, NotFound
 from strata.extract.base import Candidate, attribute
-from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Provenance, Role, Scope, Source, Turn, is_visible
 from strata.recall.scoring import ScoredItem

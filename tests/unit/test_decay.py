@@ -18,7 +18,8 @@ from strata.layers.decay import (
     plan_sweep,
     sweep_scope,
 )
-from strata.layers.memories import LongTermMemory, MemoryCreate
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, Scope, utcnow
 from strata.settings import Settings

@@ -19,7 +19,8 @@ from strata.layers.forgetting import (
     find_residue,
     wait_forgotten,
 )
-from strata.layers.memories import LongTermMemory, MemoryCreate
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, Scope, StoredRecord
 from strata.settings import Settings

@@ -19,7 +19,8 @@ from strata.errors import VectorStoreError
 from strata.extract.exchanges import exchange_candidates
 from strata.extract.rules import RuleExtractor
 from strata.layers.decay import DecayPolicy
-from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.records import memory_id, to_record
 from strata.layers.summarize import RuleSummarizer
 from strata.models import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from strata.layers.memories import LongTermMemory, MemoryCreate, MemoryPatch
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, RecallRequest, Scope
 from strata.recall.service import RecallService

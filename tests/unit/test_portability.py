@@ -17,7 +17,8 @@ from strata import AsyncClient, Client
 from strata.auth import Principal
 from strata.cli import main
 from strata.errors import Forbidden, InvalidInput, LimitExceeded
-from strata.layers.memories import LongTermMemory, MemoryCreate
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
 from strata.layers.transfer import read_scope
 from strata.models import (

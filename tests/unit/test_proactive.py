@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from strata.errors import NotFound
-from strata.layers.memories import LongTermMemory, MemoryCreate
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate
 from strata.layers.proactive import FollowUp, FollowUpPolicy, choose, from_plans, from_task_states
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Scope, StoredRecord

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from strata.layers.knowledge import DocumentIn, KnowledgeBase
-from strata.layers.memories import LongTermMemory, MemoryCreate
+from strata.layers.memories import LongTermMemory
+from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Collection, MemoryKind, RecallRequest, Scope
 from strata.recall.recipes import RECIPES
