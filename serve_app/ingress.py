@@ -264,7 +264,7 @@ class IngressService(InspectorRoutes):
     @api.get("/metrics")
     async def metrics_endpoint(self) -> Response:
         try:
-            await asyncio.to_thread(metrics.update_backlog, self._redis)
+            await asyncio.to_thread(metrics.update_backlog, self._redis.queues)
         except StrataError as exc:
             logger.warning("metrics: queue backlog unavailable: %s", exc.detail)
         if self._settings.milvus_is_lite:
@@ -468,7 +468,7 @@ class IngressService(InspectorRoutes):
         if self._reinforcer is None or self._reinforcer.done():
             self._reinforcer = asyncio.create_task(self._reinforce_soon())
         try:
-            await asyncio.to_thread(self._redis.recall_log_add, scope.key, ids, response.route)
+            await asyncio.to_thread(self._redis.recalls.add, scope, ids, response.route)
         except StrataError as exc:  # the recall was answered; its log entry is best effort
             logger.warning("recall log not written: %s", exc.detail)
 
@@ -647,7 +647,7 @@ class IngressService(InspectorRoutes):
         """(admin) Every user of the key's tenant that has long-term memory."""
         principal = self._principal(request)
         principal.require_admin()
-        registry = await asyncio.to_thread(self._redis.users)
+        registry = await asyncio.to_thread(self._redis.users.all)
         return await self._export(principal.tenant, tenant_users(registry, principal.tenant))
 
     @api.post("/v1/users/{user_id}/import", openapi_extra=_EXPORT_BODY)
