@@ -40,10 +40,11 @@ __all__ = [
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
-    "of_user",
     "parse_scope_key",
     "snapshot",
     "turn_ids",
+    "user_keys",
+    "user_members",
     "wal",
 ]
 
@@ -100,10 +101,15 @@ def snapshot(ref: SessionRef) -> str:
     return f"wm:{ref.key}"
 
 
-def of_user(kind: str, scope: Scope) -> str:
-    """The pattern matching every ``kind:`` key of a user's sessions (``wal``, ``wm``, ...),
-    or of the user's members in a zset of session keys (``kind=""``)."""
-    return f"{kind}:{scope.key}:*" if kind else f"{scope.key}:*"
+def user_keys(kind: str, scope: Scope) -> str:
+    """The pattern matching every ``kind`` key under the user: the ``wal``, ``wm`` and
+    ``turns`` keys of all the user's sessions, or all the user's ``fu`` (follow-up) keys."""
+    return f"{kind}:{scope.key}:*"
+
+
+def user_members(scope: Scope) -> str:
+    """The pattern matching the user's sessions in a zset of session keys."""
+    return f"{scope.key}:*"
 
 
 def active(shard: int) -> str:

@@ -237,7 +237,8 @@ class AppendOnlyFile(Protocol):
     """Redis's append-only file, rewritten so that deleted values leave the disk."""
 
     def rewrite(self) -> str:
-        """"started", "scheduled", "in_progress" (ask again once it ends) or "off"."""
+        """Ask for a rewrite: ``started``, ``scheduled`` (after the running child),
+        ``in_progress`` (one that forked earlier runs: ask again once it ends) or ``off``."""
         ...
 
     def rewrite_pending(self) -> bool:

@@ -133,7 +133,7 @@ class RedisFollowUpState:
             pipe.execute()
 
     def delete_user(self, scope: Scope) -> int:
-        found = self._conn.keys(keys.of_user("fu", scope))
+        found = self._conn.keys(keys.user_keys("fu", scope))
         with redis_errors("delete follow-ups"):
             return int(self._r.delete(*found)) if found else 0
 

@@ -99,7 +99,7 @@ class RedisSessionLog:
 
     def delete_user(self, scope: Scope) -> int:
         found = [k for kind in ("wal", "wm", "turns")
-                 for k in self._conn.keys(keys.of_user(kind, scope))]
+                 for k in self._conn.keys(keys.user_keys(kind, scope))]
         with redis_errors("delete sessions"):
             return int(self._r.delete(*found)) if found else 0
 
@@ -132,7 +132,7 @@ class RedisSessionIndex:
     def _remove_user(self, index: str, scope: Scope) -> None:
         with redis_errors(f"{index} remove user"):
             members = [m for m, _ in self._r.zscan_iter(self._conn.key(index),
-                                                        match=keys.of_user("", scope))]
+                                                        match=keys.user_members(scope))]
             if members:
                 self._r.zrem(self._conn.key(index), *members)
 
@@ -155,7 +155,7 @@ class RedisSessionIndex:
     def archived_of(self, scope: Scope) -> list[tuple[SessionRef, float]]:
         with redis_errors("archived sessions"):
             return [(SessionRef.parse(m.decode()), float(at)) for m, at in self._r.zscan_iter(
-                self._conn.key(keys.ARCHIVED), match=keys.of_user("", scope))]
+                self._conn.key(keys.ARCHIVED), match=keys.user_members(scope))]
 
     def unarchive(self, ref: SessionRef) -> None:
         with redis_errors("unarchive session"):
