@@ -17,7 +17,8 @@ from strata.extract.llm import make_extractor
 from strata.extract.worker import GROUP, ExtractionWorker, WriteSummary
 from strata.models import Scope
 from strata.settings import Settings
-from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
+from strata.stores.redis import RedisStore
 
 __all__ = ["ExtractionConsumer", "ExtractionConsumerActor", "start_extractors"]
 
@@ -61,7 +62,7 @@ class ExtractionConsumer:
 
     def _check_depth(self) -> None:
         for queue in (QUEUE_HIGH, QUEUE_LOW):
-            backlog = self._redis.queue_depth(queue, GROUP).backlog
+            backlog = self._redis.queues.depth(queue, GROUP).backlog
             if backlog > self._warn_depth:
                 logger.warning("queue %s backlog %s is over %s: add extractors",
                                queue, backlog, self._warn_depth)

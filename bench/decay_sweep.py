@@ -147,6 +147,7 @@ def sweep_job(db_path: str, users: int, sessions: int, work: str,
     from actors.store_owner import start_store_owner
     from jobs.decay_sweep import sweep_all
     from strata.settings import Settings
+    from strata.stores.keys import SessionRef
     from strata.stores.redis import RedisStore
     from strata.stores.redis_server import EmbeddedRedis
 
@@ -160,12 +161,12 @@ def sweep_job(db_path: str, users: int, sessions: int, work: str,
                             session_shards=2, demo_knowledge=False)
         store = RedisStore(settings.redis_url, settings.redis_prefix)
         for scope in scopes(users):
-            store.register_user(scope.key)
+            store.users.register(scope)
         old = time.time() - (settings.archive_retention_days + 1) * DAY
         for i in range(sessions):  # closed sessions archived past retention
-            key = f"{scopes(users)[i % users].key}:s{i}"
-            store.snapshot_put(key, {"closed": True}, "0")
-            store.archive_session(key, 3600, at=old)
+            ref = SessionRef(scopes(users)[i % users], f"s{i}")
+            store.sessions.put_snapshot(ref, {"closed": True}, "0")
+            store.index.archive(ref, 3600, at=old)
         ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=ray_tmp,
                  namespace=ns, log_to_driver=False, configure_logging=False)
         t0 = time.perf_counter()

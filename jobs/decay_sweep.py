@@ -32,8 +32,8 @@ from actors.directory import ShardDirectory, running_settings
 from actors.store_owner import OWNER_NAME
 from strata.layers.decay import DecayPolicy, StatusChange, SweepCounts, SweepPlan, group_changes
 from strata.layers.decay import plan_sweep as plan_in_process
-from strata.models import Scope
 from strata.settings import Settings
+from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.redis import RedisStore
 
@@ -59,34 +59,31 @@ def plan(settings: Settings, policy: DecayPolicy, now: float, namespace: str) ->
 
 
 def _calls(shards: ShardDirectory, users: set[str], changes: list[StatusChange],
-           sessions: list[str], policy: DecayPolicy, now: float,
+           sessions: list[SessionRef], policy: DecayPolicy, now: float,
            dry_run: bool) -> tuple[list[tuple[Any, str, Any]], dict[int, int]]:
     """(handle, method, args) per batch, grouped by shard; and users per shard."""
     per_shard: dict[int, int] = {}
     user_shard: dict[str, int] = {}
     for key in users:
-        tenant, user = key.split(":", 1)
-        index = shards.ring.shard_for(Scope(tenant=tenant, user=user))
+        index = shards.ring.shard_for(parse_scope_key(key))
         user_shard[key] = index
         per_shard[index] = per_shard.get(index, 0) + 1
     by_shard: dict[int, list[StatusChange]] = {i: [] for i in per_shard}
     for change in changes:
         by_shard[user_shard[change.scope]].append(change)
-    sessions_by_shard: dict[int, list[str]] = {}
-    for key in sessions:
-        tenant, user, _ = key.split(":", 2)
-        index = shards.ring.shard_for(Scope(tenant=tenant, user=user))
-        sessions_by_shard.setdefault(index, []).append(key)
+    sessions_by_shard: dict[int, list[SessionRef]] = {}
+    for ref in sessions:
+        sessions_by_shard.setdefault(shards.ring.shard_for(ref.scope), []).append(ref)
     calls: list[tuple[Any, str, Any]] = []
     if dry_run:
         return calls, per_shard
     for index, planned in by_shard.items():
         for batch in group_changes(planned, CHANGES_PER_CALL) or [[]]:
             calls.append((shards.handles[index], "apply_decay", (batch, policy, now)))
-    for index, keys in sessions_by_shard.items():
-        for i in range(0, len(keys), SESSIONS_PER_CALL):
+    for index, refs in sessions_by_shard.items():
+        for i in range(0, len(refs), SESSIONS_PER_CALL):
             calls.append((shards.handles[index], "purge_archived_sessions",
-                          (keys[i:i + SESSIONS_PER_CALL], now)))
+                          (refs[i:i + SESSIONS_PER_CALL], now)))
     return calls, per_shard
 
 
@@ -99,8 +96,8 @@ def sweep_all(settings: Settings, dry_run: bool, namespace: str = NAMESPACE,
     redis = RedisStore(settings.redis_url, settings.redis_prefix)
     shards = ShardDirectory.find(settings.session_shards, namespace)
     planned = plan(settings, policy, now, namespace)
-    users = planned.users | set(redis.users())
-    sessions = redis.archived_before(now - settings.archive_retention_days * 86400,
+    users = planned.users | {scope.key for scope in redis.users.all()}
+    sessions = redis.index.archived_before(now - settings.archive_retention_days * 86400,
                                      limit=10**9)
     redis.close()
     if progress:

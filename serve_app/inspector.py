@@ -20,7 +20,9 @@ from fastapi.responses import FileResponse, RedirectResponse
 from serve_app.routes.base import IngressState
 from serve_app.routes.deps import Caller
 from strata.errors import InvalidInput, NotFound
-from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+from strata.models import Scope
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
+from strata.stores.redis_ports import WriteQueues
 
 __all__ = ["UI_DIR", "InspectorRoutes", "queue_report", "router", "tenant_users"]
 
@@ -41,16 +43,15 @@ EXTRACTOR_GROUP = "extractors"
 router = APIRouter()
 
 
-def tenant_users(registry: list[str], tenant: str, q: str | None = None) -> list[str]:
-    """The user ids of one tenant in the user registry (``tenant:user`` keys), sorted."""
-    prefix = f"{tenant}:"
-    users = [key[len(prefix):] for key in registry if key.startswith(prefix)]
+def tenant_users(registry: list[Scope], tenant: str, q: str | None = None) -> list[str]:
+    """The user ids of one tenant in the user registry, sorted."""
+    users = [scope.user for scope in registry if scope.tenant == tenant]
     if q:
         users = [u for u in users if q.lower() in u.lower()]
     return sorted(users)
 
 
-def queue_report(redis: RedisStore, tenant: str, include_system: bool,
+def queue_report(queues: WriteQueues, tenant: str, include_system: bool,
                  now_s: float | None = None) -> list[dict[str, Any]]:
     """Per long-term queue: this tenant's unacknowledged entries and extraction lag.
 
@@ -60,7 +61,7 @@ def queue_report(redis: RedisStore, tenant: str, include_system: bool,
     now = time.time() if now_s is None else now_s
     report = []
     for queue in (QUEUE_HIGH, QUEUE_LOW):
-        mine = [(rid, p) for rid, p in redis.scan_queue(queue) if p.get("tenant") == tenant]
+        mine = [(rid, p) for rid, p in queues.entries(queue) if p.get("tenant") == tenant]
         oldest_ms = int(mine[0][0].split("-")[0]) if mine else None
         row: dict[str, Any] = {
             "queue": queue,
@@ -70,8 +71,8 @@ def queue_report(redis: RedisStore, tenant: str, include_system: bool,
             "by_type": dict(Counter(str(p.get("type")) for _, p in mine)),
         }
         if include_system:
-            depth = redis.queue_depth(queue, EXTRACTOR_GROUP)
-            first = redis.scan_queue_ids(queue, 1)
+            depth = queues.depth(queue, EXTRACTOR_GROUP)
+            first = queues.oldest_ids(queue, 1)
             row["system"] = {
                 "length": depth.length, "pending": depth.pending, "undelivered": depth.lag,
                 "backlog": depth.backlog,
@@ -120,7 +121,7 @@ class InspectorRoutes(IngressState):
             raise InvalidInput("limit must be between 1 and 10000")
         if q is not None and len(q) > 128:
             raise InvalidInput("q must be at most 128 characters")
-        registry = await asyncio.to_thread(self._redis.users)
+        registry = await asyncio.to_thread(self._redis.users.all)
         users = tenant_users(registry, principal.tenant, q)
         return {"users": users[:limit], "truncated": len(users) > limit}
 
@@ -134,6 +135,6 @@ class InspectorRoutes(IngressState):
     @router.get("/v1/queues")
     async def queues(self, principal: Caller) -> dict[str, Any]:
         """Long-term write queues: this tenant's backlog and extraction lag."""
-        report = await asyncio.to_thread(queue_report, self._redis, principal.tenant,
+        report = await asyncio.to_thread(queue_report, self._redis.queues, principal.tenant,
                                          principal.role == "admin")
         return {"tenant": principal.tenant, "queues": report}

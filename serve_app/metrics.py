@@ -10,7 +10,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics_core import Metric
 
 from strata.stores.coordination import MetricSamples
-from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
+from strata.stores.redis_ports import WriteQueues
 
 __all__ = ["REGISTRY", "local_samples", "observe_recall", "observe_request", "render",
            "update_backlog"]
@@ -50,13 +51,13 @@ def observe_recall(timings_ms: dict[str, float], degraded: bool) -> None:
         RECALL_DEGRADED.inc()
 
 
-def update_backlog(redis: RedisStore, group: str = "extractors") -> None:
+def update_backlog(queues: WriteQueues, group: str = "extractors") -> None:
     """Queue depth and extraction lag, read from Redis at scrape time."""
     now_ms = time.time() * 1000
     for queue in (QUEUE_HIGH, QUEUE_LOW):
-        depth = redis.queue_depth(queue, group)
+        depth = queues.depth(queue, group)
         BACKLOG.labels(queue).set(depth.backlog)
-        oldest = redis.scan_queue_ids(queue, 1)
+        oldest = queues.oldest_ids(queue, 1)
         LAG.labels(queue).set(max(0.0, (now_ms - int(oldest[0].split("-")[0])) / 1000)
                               if oldest else 0.0)
 

@@ -62,7 +62,7 @@ class HealthRoutes(IngressState):
     @router.get("/metrics")
     async def metrics_endpoint(self) -> Response:
         try:
-            await asyncio.to_thread(metrics.update_backlog, self._redis)
+            await asyncio.to_thread(metrics.update_backlog, self._redis.queues)
         except StrataError as exc:
             logger.warning("metrics: queue backlog unavailable: %s", exc.detail)
         if self._settings.milvus_is_lite:

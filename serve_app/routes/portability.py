@@ -100,7 +100,7 @@ class PortabilityRoutes(IngressState):
     async def export_tenant(self, principal: Caller) -> JsonLines:
         """(admin) Every user of the key's tenant that has long-term memory."""
         principal.require_admin()
-        registry = await asyncio.to_thread(self._redis.users)
+        registry = await asyncio.to_thread(self._redis.users.all)
         return await self._export(principal.tenant, tenant_users(registry, principal.tenant))
 
     @router.post("/v1/users/{user_id}/import", openapi_extra=_EXPORT_BODY,

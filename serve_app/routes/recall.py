@@ -151,7 +151,7 @@ class RecallRoutes(IngressState):
         if self._reinforcer is None or self._reinforcer.done():
             self._reinforcer = asyncio.create_task(self._reinforce_soon())
         try:
-            await asyncio.to_thread(self._redis.recall_log_add, scope.key, ids, response.route)
+            await asyncio.to_thread(self._redis.recalls.add, scope, ids, response.route)
         except StrataError as exc:  # the recall was answered; its log entry is best effort
             logger.warning("recall log not written: %s", exc.detail)
 

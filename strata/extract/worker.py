@@ -21,8 +21,10 @@ from strata.layers.episodic import EpisodeStore
 from strata.layers.semantic import FactStore
 from strata.models import MemoryKind, Scope, Turn
 from strata.stores.embedders import PreparedEmbedder
+from strata.stores.keys import QUEUE_LOW, SessionRef
 from strata.stores.ports import VectorStore, WriteBatching
-from strata.stores.redis import QUEUE_LOW, QueueMessage, RedisStore
+from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import QueueMessage, SessionLog
 
 __all__ = ["ExtractionWorker", "LongTermWriter", "WriteSummary"]
 
@@ -78,11 +80,11 @@ class LongTermWriter:
         return nullcontext()
 
 
-def turns_in_range(redis: RedisStore, session_key: str, wal_from: str,
+def turns_in_range(log: SessionLog, ref: SessionRef, wal_from: str,
                    wal_to: str) -> list[Turn]:
     """The session's turns with WAL ids in (wal_from, wal_to]."""
     out = []
-    for wal_id, record in redis.wal_read(session_key, after_id=wal_from):
+    for wal_id, record in log.read(ref, after_id=wal_from):
         if _after(wal_id, wal_to):
             break
         if record.get("op") == "turn":
@@ -108,14 +110,15 @@ class ExtractionWorker:
         self._write = write
         self._consumer = consumer
         self._claim_idle_ms = claim_idle_ms
-        redis.ensure_group(queue, GROUP)
+        redis.queues.ensure_group(queue, GROUP)
 
     def run_once(self, count: int = 10, block_ms: int | None = None) -> int:
         """Process stale entries of dead consumers first, then new ones; returns how many."""
-        messages = self._redis.claim_stale(self._queue, GROUP, self._consumer,
+        messages = self._redis.queues.claim_stale(self._queue, GROUP, self._consumer,
                                            self._claim_idle_ms, count)
         if not messages:
-            messages = self._redis.consume(self._queue, GROUP, self._consumer, count, block_ms)
+            messages = self._redis.queues.consume(self._queue, GROUP, self._consumer, count,
+                                                  block_ms)
         for message in messages:
             self._handle(message)
         return len(messages)
@@ -124,12 +127,12 @@ class ExtractionWorker:
         if message.deliveries > MAX_DELIVERIES:
             logger.error("dropping extraction job %s after %s deliveries", message.id,
                          message.deliveries)
-            self._redis.ack(self._queue, GROUP, [message.id])
+            self._redis.queues.ack(self._queue, GROUP, [message.id])
             return
         job = message.payload
         scope = Scope(tenant=job["tenant"], user=job["user_id"])
-        key = f"{scope.key}:{job['session_id']}"
-        turns = turns_in_range(self._redis, key, job["wal_from"], job["wal_to"])
+        turns = turns_in_range(self._redis.sessions, SessionRef(scope, job["session_id"]),
+                               job["wal_from"], job["wal_to"])
         try:
             candidates = attribute([*self._extractor.extract(turns),
                                     *exchange_candidates(turns)], turns)
@@ -138,4 +141,4 @@ class ExtractionWorker:
             logger.exception("extraction job %s failed", message.id)
             return
         logger.info("job %s: %s", message.id, summary.model_dump())
-        self._redis.ack(self._queue, GROUP, [message.id])
+        self._redis.queues.ack(self._queue, GROUP, [message.id])

@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from strata.stores.ports import PurgeReport, Purging
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import AppendOnlyFile
 
 __all__ = ["FORGET_BOUND_S", "FilePurge", "ForgetCheck", "Residue", "find_residue",
            "wait_forgotten"]
@@ -48,9 +48,9 @@ class FilePurge:
     """Runs purges in a background thread of the process that deletes: at most one at a
     time, and every ``request`` is followed by a purge that starts after it."""
 
-    def __init__(self, redis: RedisStore, vectors: Purging | None,
+    def __init__(self, aof: AppendOnlyFile, vectors: Purging | None,
                  bound_s: float = FORGET_BOUND_S, idle_s: float = 60.0) -> None:
-        self._redis = redis
+        self._aof = aof
         self._vectors = vectors
         self._bound_s = bound_s
         self._idle_s = idle_s
@@ -98,9 +98,9 @@ class FilePurge:
         report = self._vectors.purge_deleted() if self._vectors is not None else None
         deadline = started + self._bound_s
         # a rewrite that forked before our deletes would keep their text: wait it out
-        while self._redis.rewrite_aof() == "in_progress" and time.monotonic() < deadline:
+        while self._aof.rewrite() == "in_progress" and time.monotonic() < deadline:
             time.sleep(0.05)
-        while self._redis.aof_rewrite_pending() and time.monotonic() < deadline:
+        while self._aof.rewrite_pending() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.purges += 1
         logger.info("deleted text purged from the files in %.2f s (%s)",

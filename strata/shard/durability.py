@@ -12,39 +12,38 @@ from typing import Any
 
 from strata.extract.pii import redact
 from strata.layers.working import ContextAside, SessionState, WorkingMemory
-from strata.models import Scope, Turn
-from strata.shard.ring import session_key
-from strata.stores.redis import RedisStore
+from strata.models import Turn
+from strata.stores.keys import SessionRef
+from strata.stores.redis_ports import SessionLog
 
 __all__ = ["SnapshotWriter", "apply_record", "known_turn_ids", "redacted", "restore_session"]
 
 logger = logging.getLogger(__name__)
 
 
-def restore_session(redis: RedisStore, scope: Scope, session_id: str,
+def restore_session(log: SessionLog, ref: SessionRef,
                     memory_of: Callable[[SessionState], WorkingMemory]) -> WorkingMemory | None:
     """Snapshot + the WAL after it; None if the session never existed (or expired)."""
-    key = session_key(scope, session_id)
-    snap = redis.snapshot_get(key)
+    snap = log.snapshot(ref)
     if snap is not None:
         state = SessionState.model_validate(snap[0])
         memory = memory_of(state)
     else:
         memory = None
-    for wal_id, record in redis.wal_read(key, after_id=snap[1] if snap else "0"):
+    for wal_id, record in log.read(ref, after_id=snap[1] if snap else "0"):
         if memory is None:
-            memory = memory_of(SessionState(tenant=scope.tenant, user_id=scope.user,
-                                            session_id=session_id))
+            memory = memory_of(SessionState(tenant=ref.scope.tenant, user_id=ref.scope.user,
+                                            session_id=ref.session_id))
         apply_record(memory, record)
         memory.state.wal_id = wal_id
-    if memory is not None and memory.state.turn_count and not redis.has_turn_id_set(key):
+    if memory is not None and memory.state.turn_count and not log.has_turn_id_set(ref):
         # a session written before the turn-id set: fill it once, from the whole WAL
-        redis.add_turn_ids(key, [*memory.state.recent_turn_ids, *(
-            r["turn"]["turn_id"] for _, r in redis.wal_read(key) if r.get("op") == "turn")])
+        log.add_turn_ids(ref, [*memory.state.recent_turn_ids, *(
+            r["turn"]["turn_id"] for _, r in log.read(ref) if r.get("op") == "turn")])
     return memory
 
 
-def known_turn_ids(redis: RedisStore, key: str, memory: WorkingMemory,
+def known_turn_ids(log: SessionLog, ref: SessionRef, memory: WorkingMemory,
                    turn_ids: list[str | None]) -> set[str]:
     """Which of these client ids the session already has, at any age: the window's last
     ``RECENT_IDS`` ids answer without a round trip, the session's turn-id set in Redis
@@ -53,7 +52,7 @@ def known_turn_ids(redis: RedisStore, key: str, memory: WorkingMemory,
     known = {t for t in asked if memory.has_turn(t)}
     unknown = sorted(asked - known)
     if unknown:
-        known |= redis.known_turn_ids(key, unknown)
+        known |= log.known_turn_ids(ref, unknown)
     return known
 
 
@@ -76,18 +75,18 @@ class SnapshotWriter:
     """Snapshots written one at a time off the turn's path (a failed one is only logged:
     the WAL still holds every turn, and the next snapshot catches up)."""
 
-    def __init__(self, redis: RedisStore) -> None:
-        self._redis = redis
+    def __init__(self, log: SessionLog) -> None:
+        self._log = log
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
 
-    def submit(self, key: str, data: dict[str, Any], wal_id: str) -> None:
-        self._pool.submit(self._write, key, data, wal_id)
+    def submit(self, ref: SessionRef, data: dict[str, Any], wal_id: str) -> None:
+        self._pool.submit(self._write, ref, data, wal_id)
 
-    def _write(self, key: str, data: dict[str, Any], wal_id: str) -> None:
+    def _write(self, ref: SessionRef, data: dict[str, Any], wal_id: str) -> None:
         try:
-            self._redis.snapshot_put(key, data, wal_id)
+            self._log.put_snapshot(ref, data, wal_id)
         except Exception:  # the WAL still holds every turn; the next snapshot catches up
-            logger.exception("snapshot of %s failed", key)
+            logger.exception("snapshot of %s failed", ref.key)
 
     def flush(self) -> None:
         """Wait for the queued snapshots."""

@@ -11,7 +11,8 @@ from strata.layers.decay import SweepCounts
 from strata.models import Scope, utcnow
 from strata.shard.longterm import LazyLongTerm, ShardMemories
 from strata.shard.sessions import ShardSessions
-from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef
+from strata.stores.redis import RedisStore
 
 __all__ = ["ShardErasure"]
 
@@ -42,9 +43,9 @@ class ShardErasure:
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
-            self._redis.recall_log_remove(scope.key, {d.id for d in doomed})
-            self._redis.audit(scope.key, action="delete", memory_id=memory_id,
-                              count=len(doomed), at=utcnow().isoformat())
+            self._redis.recalls.remove(scope, {d.id for d in doomed})
+            self._redis.audit.append(scope, action="delete", memory_id=memory_id,
+                                     count=len(doomed), at=utcnow().isoformat())
         self._memories.file_purge.request()
         return {"deleted_versions": len(doomed), "deleted_turns": removed,
                 "deleted_ids": [d.id for d in doomed]}
@@ -54,33 +55,33 @@ class ShardErasure:
         with self._sessions.lock, self._memories.lock:
             memories = (self._longterm.get().delete_user(scope)
                         if self._longterm.configured else 0)
-            self._sessions.drop([k for k in self._sessions.live
-                                 if k.startswith(f"{scope.key}:")])
-            sessions = self._redis.delete_user_sessions(scope.key)
-            queued = sum(self._redis.remove_user_from_queue(q, scope.tenant, scope.user)
-                         for q in (QUEUE_LOW, QUEUE_HIGH))
-            self._redis.untrack_user(self._shard_id, scope.key)
-            self._redis.unregister_user(scope.key)
-            logged = self._redis.recall_log_remove(scope.key)
-            self._redis.audit(scope.key, action="delete_user", count=memories,
-                              at=utcnow().isoformat())
+            self._sessions.drop([ref for ref in self._sessions.live if ref.of(scope)])
+            sessions = (self._redis.sessions.delete_user(scope)
+                        + self._redis.followups.delete_user(scope))
+            self._redis.index.unarchive_user(scope)
+            queued = sum(self._redis.queues.remove_user(q, scope) for q in (QUEUE_LOW, QUEUE_HIGH))
+            self._redis.index.untrack_user(self._shard_id, scope)
+            self._redis.users.unregister(scope)
+            logged = self._redis.recalls.remove(scope)
+            self._redis.audit.append(scope, action="delete_user", count=memories,
+                                     at=utcnow().isoformat())
         self._memories.file_purge.request()
         return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
                 "recall_log_entries": logged}
 
-    def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
+    def purge_archived_sessions(self, sessions: list[SessionRef], now: float) -> SweepCounts:
         """Delete closed sessions' archived working memory (past retention: the caller
         picks them from the archive index). A live session that reuses an expired
         session's id is left alone; only its stale index entry goes."""
         counts = SweepCounts()
         with self._sessions.lock:
-            for key in session_keys:
-                snap = self._redis.snapshot_get(key)
+            for ref in sessions:
+                snap = self._redis.sessions.snapshot(ref)
                 if snap is not None and snap[0].get("closed"):
-                    self._sessions.drop([key])
-                    self._redis.delete_session(key)
+                    self._sessions.drop([ref])
+                    self._redis.sessions.delete(ref)
                     counts.sessions_purged += 1
                 else:  # expired by its TTL (or the id now names a new, live session)
                     counts.sessions_expired += 1
-                self._redis.unarchive_session(key)
+                self._redis.index.unarchive(ref)
         return counts

@@ -19,7 +19,7 @@ from strata.layers.proactive import (
 from strata.models import Collection, MemoryStatus, RecordFilter, Scope, utcnow
 from strata.settings import Settings
 from strata.shard.longterm import LazyLongTerm
-from strata.shard.ring import session_key
+from strata.stores.keys import SessionRef
 from strata.stores.redis import RedisStore
 
 __all__ = ["ShardFollowUps"]
@@ -48,13 +48,13 @@ class ShardFollowUps:
             statuses=[MemoryStatus.ACTIVE], payload_equals={"metadata.type": "plan"},
             visible_to=viewer), 200)
         states = []
-        for key, at in self._redis.archived_of(scope.key):
-            snap = self._redis.snapshot_get(key)
+        for ref, at in self._redis.index.archived_of(scope):
+            snap = self._redis.sessions.snapshot(ref)
             owner = snap[0].get("agent") if snap is not None else None
             if viewer is not None and owner and owner != viewer:
                 continue  # another agent's session: its open questions are not this one's
             if snap is not None and snap[0].get("task_state"):
-                states.append((key[len(scope.key) + 1:], snap[0]["task_state"],
+                states.append((ref.session_id, snap[0]["task_state"],
                                datetime.fromtimestamp(at, now.tzinfo)))
         return [*from_plans(plans, now, policy), *from_task_states(states, now, policy)]
 
@@ -63,26 +63,26 @@ class ShardFollowUps:
         """At most ``limit`` follow-ups for the user now (fewer once the session had its
         share); each proposed topic is then quiet for the cooldown."""
         policy, now = self._policy(), utcnow()
-        key = session_key(scope, session_id) if session_id else None
+        ref = SessionRef(scope, session_id) if session_id else None
         with self._lock:
-            quiet, outcomes, made = self._redis.followup_state(scope.key, key)
-            left = policy.per_session - made if key else policy.per_session
+            quiet, outcomes, made = self._redis.followups.state(scope, ref)
+            left = policy.per_session - made if ref else policy.per_session
             chosen = choose(self._candidates(scope, now, policy, viewer), quiet, now, limit,
                             left, outcomes)
-            self._redis.followup_proposed(scope.key, key, [f.topic for f in chosen],
-                                          now.timestamp() + policy.cooldown_s,
-                                          int(self._settings.session_ttl_s * 4))
+            self._redis.followups.proposed(scope, ref, [f.topic for f in chosen],
+                                           now.timestamp() + policy.cooldown_s,
+                                           int(self._settings.session_ttl_s * 4))
         return chosen
 
     def follow_up_feedback(self, scope: Scope, topic: str, outcome: str) -> dict[str, Any]:
         """``used``: never proposed again; ``dismissed``: quiet for 30 days. Either way the
         kind's record shapes the next choice."""
         policy, now = self._policy(), utcnow()
-        quiet, _, _ = self._redis.followup_state(scope.key, None)
+        quiet, _, _ = self._redis.followups.state(scope, None)
         if topic not in quiet:
             raise NotFound(f"follow-up {topic!r} was never proposed to this user")
         kind = "open_task" if topic.startswith("task:") else "plan"
         until = now.timestamp() + (FOREVER_S if outcome == "used" else policy.dismissed_s)
-        self._redis.followup_outcome(scope.key, topic, kind, outcome, until)
+        self._redis.followups.outcome(scope, topic, kind, outcome, until)
         return {"topic": topic, "outcome": outcome,
                 "quiet_until": datetime.fromtimestamp(until, now.tzinfo).isoformat()}

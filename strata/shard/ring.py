@@ -1,4 +1,4 @@
-"""Where a user's sessions live: the shard that owns the user, and a session's Redis key."""
+"""Where a user's sessions live: the shard that owns the user."""
 
 from __future__ import annotations
 
@@ -8,12 +8,7 @@ import hashlib
 from strata.errors import InvalidInput
 from strata.models import Scope
 
-__all__ = ["ShardRing", "session_key"]
-
-
-def session_key(scope: Scope, session_id: str) -> str:
-    """The key of a session's WAL, snapshot and turn-id set (``<tenant>:<user>:<session>``)."""
-    return f"{scope.key}:{session_id}"
+__all__ = ["ShardRing"]
 
 
 class ShardRing:

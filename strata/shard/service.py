@@ -35,6 +35,7 @@ from strata.shard.models import (
 )
 from strata.shard.recall import ShardRecall
 from strata.shard.sessions import ShardSessions
+from strata.stores.keys import SessionRef
 from strata.stores.ports import QueryEmbedding
 from strata.stores.redis import RedisStore
 
@@ -183,5 +184,5 @@ class SessionShardService:
     def delete_user(self, scope: Scope) -> dict[str, int]:
         return self.erasure.delete_user(scope)
 
-    def purge_archived_sessions(self, session_keys: list[str], now: float) -> SweepCounts:
-        return self.erasure.purge_archived_sessions(session_keys, now)
+    def purge_archived_sessions(self, sessions: list[SessionRef], now: float) -> SweepCounts:
+        return self.erasure.purge_archived_sessions(sessions, now)

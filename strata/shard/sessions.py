@@ -44,7 +44,6 @@ from strata.shard.models import (
     TurnIn,
     WorkingMemoryView,
 )
-from strata.shard.ring import session_key
 from strata.shard.turns import (
     check_agent,
     generated_turn_id,
@@ -52,7 +51,8 @@ from strata.shard.turns import (
     validate_session_id,
     validate_turn,
 )
-from strata.stores.redis import QUEUE_LOW, RedisStore
+from strata.stores.keys import QUEUE_LOW, SessionRef
+from strata.stores.redis import RedisStore
 from strata.tokens import count_tokens
 
 __all__ = ["IntentHandler", "LiveSession", "ShardSessions"]
@@ -90,28 +90,28 @@ class ShardSessions:
         self._summarizer = summarizer
         self._intents = intents
         self._config = config or WorkingMemoryConfig(window_turns=settings.window_turns)
-        self._live: OrderedDict[str, LiveSession] = OrderedDict()
-        self._snapshots = SnapshotWriter(redis)
+        self._live: OrderedDict[SessionRef, LiveSession] = OrderedDict()
+        self._snapshots = SnapshotWriter(redis.sessions)
 
     @property
-    def live(self) -> Mapping[str, LiveSession]:
-        """The sessions in memory by key, least recently used first."""
+    def live(self) -> Mapping[SessionRef, LiveSession]:
+        """The sessions in memory, least recently used first."""
         return self._live
 
     # -- loading -------------------------------------------------------------------------
     def _memory(self, state: SessionState) -> WorkingMemory:
         return WorkingMemory(state, self._config, self._summarizer)
 
-    def _restore(self, scope: Scope, session_id: str) -> WorkingMemory | None:
-        return restore_session(self._redis, scope, session_id, self._memory)
+    def _restore(self, ref: SessionRef) -> WorkingMemory | None:
+        return restore_session(self._redis.sessions, ref, self._memory)
 
     def _get(self, scope: Scope, session_id: str, create: bool) -> LiveSession:
-        key = session_key(scope, session_id)
+        key = SessionRef(scope, session_id)
         entry = self._live.get(key)
         if entry is not None:
             self._live.move_to_end(key)
             return entry
-        memory = self._restore(scope, session_id)
+        memory = self._restore(key)
         if memory is None:
             if not create:
                 raise NotFound(f"no session {session_id!r} for user {scope.user!r}")
@@ -164,14 +164,14 @@ class ShardSessions:
             state = entry.memory.state
             for _, asked in batch:
                 check_agent(state.agent, asked.agent if caller is None else caller, session_id)
-            key = session_key(scope, session_id)
+            key = SessionRef(scope, session_id)
             fresh = self._new_turns(scope, key, entry.memory, batch)
             new = [t for t in fresh if t is not None]
             if new and state.closed:
                 raise Conflict(f"session {session_id!r} is closed; start a new session")
             now = utcnow()
             try:
-                wal_ids = iter(self._redis.wal_append_many(key, [
+                wal_ids = iter(self._redis.sessions.append_turns(key, [
                     {"op": "turn", "at": now.isoformat(), "turn": t.model_dump(mode="json")}
                     for t in new], [t.turn_id for t in new]) if new else [])
             except QueueStoreError:
@@ -197,10 +197,10 @@ class ShardSessions:
                 self._after_append(key, entry, new)
             return acks
 
-    def _new_turns(self, scope: Scope, key: str, memory: WorkingMemory,
+    def _new_turns(self, scope: Scope, key: SessionRef, memory: WorkingMemory,
                    batch: list[tuple[Role, TurnIn]]) -> list[Turn | None]:
         """The batch as turns to write, None where the turn id is already known."""
-        known = known_turn_ids(self._redis, key, memory, [t.turn_id for _, t in batch])
+        known = known_turn_ids(self._redis.sessions, key, memory, [t.turn_id for _, t in batch])
         session_id, count = memory.state.session_id, memory.state.turn_count
         context = memory.state.context  # a turn that names none continues the session's
         fresh: list[Turn | None] = []
@@ -219,9 +219,9 @@ class ShardSessions:
             fresh.append(turn)
         return fresh
 
-    def _after_append(self, key: str, entry: LiveSession, turns: list[Turn]) -> None:
+    def _after_append(self, key: SessionRef, entry: LiveSession, turns: list[Turn]) -> None:
         """Mark the session active; snapshot every few turns or tokens."""
-        self._redis.touch_session(self.shard_id, key, time.time())
+        self._redis.index.touch(self.shard_id, key, time.time())
         entry.turns_since_snapshot += len(turns)
         entry.tokens_since_snapshot += sum(count_tokens(t.content) for t in turns)
         if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
@@ -247,9 +247,9 @@ class ShardSessions:
             before = state.task_state
             now = utcnow()
             merged = entry.memory.patch_task_state(patch, received_at=now)
-            key = session_key(scope, session_id)
+            key = SessionRef(scope, session_id)
             try:
-                state.wal_id = self._redis.wal_append(
+                state.wal_id = self._redis.sessions.append(
                     key, {"op": "task", "at": now.isoformat(), "task_state": merged})
             except Exception:
                 state.task_state = before  # not durable, so not applied
@@ -268,17 +268,17 @@ class ShardSessions:
         with self.lock:
             entry = self._get(scope, session_id, create=False)
             state = entry.memory.state
-            key = session_key(scope, session_id)
+            key = SessionRef(scope, session_id)
             if state.closed:
                 return CloseAck(session_id=session_id, already_closed=True)
-            state.wal_id = self._redis.wal_append(key, {"op": "close"})
+            state.wal_id = self._redis.sessions.append(key, {"op": "close"})
             state.closed = True
             job = self._enqueue_extraction(scope, state, "close")
             self.flush_snapshots()  # an older, unredacted snapshot must not land after this one
-            self._redis.snapshot_put(key, redacted(state).model_dump(mode="json"),
-                                     state.wal_id)
-            self._redis.archive_session(key, self._settings.archive_retention_days * 86400)
-            self._redis.untrack_session(self.shard_id, key)
+            self._redis.sessions.put_snapshot(key, redacted(state).model_dump(mode="json"),
+                                              state.wal_id)
+            self._redis.index.archive(key, self._settings.archive_retention_days * 86400)
+            self._redis.index.untrack(self.shard_id, key)
             self._live.pop(key, None)
             return CloseAck(session_id=session_id, extraction_job=job)
 
@@ -286,7 +286,7 @@ class ShardSessions:
         """Queue the WAL range not yet extracted; the payload names turns, it holds no text."""
         if state.extracted_upto == state.wal_id:
             return None
-        job = self._redis.enqueue(QUEUE_LOW, {
+        job = self._redis.queues.enqueue(QUEUE_LOW, {
             "type": "extract_session", "reason": reason, "tenant": scope.tenant,
             "user_id": scope.user, "session_id": state.session_id,
             "wal_from": state.extracted_upto, "wal_to": state.wal_id})
@@ -316,12 +316,12 @@ class ShardSessions:
                     needles: list[str]) -> int:
         """Remove the source turns from the WAL, the live window and the snapshot, and the
         summary lines that mention a ``needle``; returns how many WAL entries went."""
-        key = session_key(scope, session_id)
+        key = SessionRef(scope, session_id)
         with self.lock:
-            removed = self._redis.wal_remove_turns(key, turn_ids)
+            removed = self._redis.sessions.remove_turns(key, turn_ids)
             entry = self._live.get(key)
             if entry is None:
-                snap = self._redis.snapshot_get(key)
+                snap = self._redis.sessions.snapshot(key)
                 if snap is None:
                     return removed
                 state = SessionState.model_validate(snap[0])
@@ -333,17 +333,18 @@ class ShardSessions:
                 part.pinned = [t for t in part.pinned if t.turn_id not in turn_ids]
                 part.summary = "\n".join(line for line in part.summary.split("\n")
                                          if not any(n.lower() in line.lower() for n in needles))
-            self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+            self._redis.sessions.put_snapshot(key, state.model_dump(mode="json"),
+                                              state.wal_id)
             return removed
 
-    def drop(self, keys: list[str]) -> None:
+    def drop(self, refs: list[SessionRef]) -> None:
         """Forget these sessions in memory, unsaved (their Redis keys are the caller's)."""
         with self.lock:
-            for key in keys:
-                self._live.pop(key, None)
+            for ref in refs:
+                self._live.pop(ref, None)
 
     # -- background ----------------------------------------------------------------------
-    def _snapshot_async(self, key: str, entry: LiveSession) -> None:
+    def _snapshot_async(self, key: SessionRef, entry: LiveSession) -> None:
         state = entry.memory.state
         data, wal_id = state.model_dump(mode="json"), state.wal_id
         entry.turns_since_snapshot = entry.tokens_since_snapshot = 0
@@ -353,10 +354,10 @@ class ShardSessions:
         """Wait for queued snapshots (tests, shutdown)."""
         self._snapshots.flush()
 
-    def _evict(self, key: str) -> None:
+    def _evict(self, key: SessionRef) -> None:
         entry = self._live.pop(key)
         state = entry.memory.state
-        self._redis.snapshot_put(key, state.model_dump(mode="json"), state.wal_id)
+        self._redis.sessions.put_snapshot(key, state.model_dump(mode="json"), state.wal_id)
 
     def _evict_over_capacity(self) -> None:
         while len(self._live) > self._settings.max_sessions_per_shard:
@@ -367,20 +368,18 @@ class ShardSessions:
         now = time.time() if now is None else now
         report = SweepReport()
         with self.lock:
-            for key in self._redis.idle_sessions(
+            for key in self._redis.index.idle(
                     self.shard_id, now - self._settings.session_idle_extract_s):
-                tenant, user, session_id = key.split(":", 2)
-                scope = Scope(tenant=tenant, user=user)
                 memory = (self._live[key].memory if key in self._live
-                          else self._restore(scope, session_id))
+                          else self._restore(key))
                 if memory is None or memory.state.closed:
-                    self._redis.untrack_session(self.shard_id, key)
+                    self._redis.index.untrack(self.shard_id, key)
                     continue
-                if self._enqueue_extraction(scope, memory.state, "idle"):
-                    memory.state.wal_id = self._redis.wal_append(
+                if self._enqueue_extraction(key.scope, memory.state, "idle"):
+                    memory.state.wal_id = self._redis.sessions.append(
                         key, {"op": "extracted", "upto": memory.state.extracted_upto})
                     report.idle_extractions += 1
-                self._redis.untrack_session(self.shard_id, key)
+                self._redis.index.untrack(self.shard_id, key)
             for key in [k for k, e in self._live.items()
                         if now - e.memory.state.last_active_at.timestamp()
                         > self._settings.session_ttl_s]:

@@ -27,7 +27,9 @@ import pytest
 
 from bench.common.raycluster import TurnLoad, start_process, stop_process, wait_ready
 from strata import Client
+from strata.models import Scope
 from strata.runtime import RayEndpoint
+from strata.stores.keys import SessionRef
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
@@ -215,7 +217,7 @@ def test_a_redis_restart_loses_and_duplicates_no_turn_and_no_job(service: Servic
         time.sleep(4)
         for user in extracted:  # extraction jobs queued right before Redis goes away
             client.close_session("s1", user)
-        queued = store.queue_depth(QUEUE_LOW, "extractors").backlog
+        queued = store.queues.depth(QUEUE_LOW, "extractors").backlog
         store.close()
         service.redis.stop()  # SIGTERM: Redis flushes its AOF and exits
         down_at = time.monotonic()
@@ -236,8 +238,8 @@ def test_a_redis_restart_loses_and_duplicates_no_turn_and_no_job(service: Servic
     assert not load.failed, load.failed
     lost = duplicated = 0
     for user in writers:
-        said = [r["turn"]["content"] for _, r in store.wal_read(f"default:{user}:load")
-                if r["op"] == "turn"]
+        wal = store.sessions.read(SessionRef(Scope(tenant="default", user=user), "load"))
+        said = [r["turn"]["content"] for _, r in wal if r["op"] == "turn"]
         expected = [f"turn {n} of {user}" for n in range(load.acked[user])]
         lost += len(set(expected) - set(said))
         duplicated += len(said) - len(set(said))

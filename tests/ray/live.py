@@ -75,7 +75,7 @@ class Api:
             time.sleep(0.3)
 
     def drained(self) -> bool:
-        depth = self.redis.queue_depth(QUEUE_LOW, "extractors")
+        depth = self.redis.queues.depth(QUEUE_LOW, "extractors")
         return depth.backlog == 0
 
 

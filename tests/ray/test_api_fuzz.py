@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import (
 from serve_app import main
 from strata.models import Scope
 from strata.settings import Settings
-from strata.shard.ring import session_key
+from strata.stores.keys import SessionRef
 from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
@@ -145,8 +145,8 @@ def tenant_state(app: App, headers: dict[str, str], seeded: Seeded) -> dict[str,
         # every version: a fact's earlier values are listed as superseded
         "memories": app.ok("GET", f"{user}/memories?limit=1000", headers)["memories"],
         "working": (working.status_code, working.json()),
-        "wal": app.redis.wal_read(session_key(Scope(tenant=seeded.tenant, user=USER),
-                                              seeded.session)),
+        "wal": app.redis.sessions.read(SessionRef(Scope(tenant=seeded.tenant, user=USER),
+                                                  seeded.session)),
         "documents": app.ok("GET", "/v1/knowledge/documents", headers)["documents"],
         "chunks": [app.call("GET", f"/v1/knowledge/documents/{doc}", headers).json()
                    for doc in (DOC, NEW_DOC)],

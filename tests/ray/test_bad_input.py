@@ -12,7 +12,9 @@ import pytest
 from live import wait_status
 
 from serve_app import main
+from strata.models import Scope
 from strata.settings import Settings
+from strata.stores.keys import SessionRef
 from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
@@ -38,8 +40,8 @@ class App:
                              headers=headers or ADMIN)
 
     def turns(self, user: str, session: str) -> list[dict[str, Any]]:
-        return [r["turn"] for _, r in self.redis.wal_read(f"acme:{user}:{session}")
-                if r["op"] == "turn"]
+        wal = self.redis.sessions.read(SessionRef(Scope(tenant="acme", user=user), session))
+        return [r["turn"] for _, r in wal if r["op"] == "turn"]
 
     def memories(self, user: str) -> list[dict[str, Any]]:
         resp = self.json("GET", f"/v1/users/{user}/memories")

@@ -13,6 +13,7 @@ import pytest
 from live import live_app
 
 from strata.layers.working import WorkingMemory
+from strata.stores.keys import SessionRef
 from strata.stores.redis import QUEUE_LOW, RedisStore
 
 AUTH = {"Authorization": "Bearer key-acme"}
@@ -36,7 +37,7 @@ class Api:
 
     def wait_drained(self, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
-        while self.redis.queue_depth(QUEUE_LOW, "extractors").backlog:
+        while self.redis.queues.depth(QUEUE_LOW, "extractors").backlog:
             assert time.monotonic() < deadline, "extraction did not finish in time"
             time.sleep(0.3)
 
@@ -67,8 +68,8 @@ def test_an_old_turn_id_retried_is_a_duplicate_single_and_batch(api: Api) -> Non
     assert [a["duplicate"] for a in batch["acks"]] == [True, False]
     view = api.http.get("/v1/sessions/long/working-memory", params={"user_id": "rita"}).json()
     assert view["turn_count"] == older + 2
-    ids = [r["turn"]["turn_id"] for _, r in api.redis.wal_read("acme:rita:long")
-           if r["op"] == "turn"]
+    wal = api.redis.sessions.read(SessionRef.parse("acme:rita:long"))
+    ids = [r["turn"]["turn_id"] for _, r in wal if r["op"] == "turn"]
     assert (ids.count("t-0"), ids.count("t-1"), len(ids)) == (1, 1, older + 2)
 
 

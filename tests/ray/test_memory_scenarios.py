@@ -143,8 +143,8 @@ def test_redelivered_job_yields_no_duplicates(api: Api) -> None:
     before = api.memories("gil")
     job = {"type": "extract_session", "reason": "close", "tenant": "acme", "user_id": "gil",
            "session_id": "g1", "wal_from": "0", "wal_to": "99999999999999-0"}
-    api.redis.enqueue(QUEUE_LOW, job)
-    api.redis.enqueue(QUEUE_LOW, job)
+    api.redis.queues.enqueue(QUEUE_LOW, job)
+    api.redis.queues.enqueue(QUEUE_LOW, job)
     api.wait_for(api.drained)
     after = api.memories("gil")
     assert sorted(m["id"] for m in after) == sorted(m["id"] for m in before)

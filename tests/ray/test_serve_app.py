@@ -22,6 +22,7 @@ from serve_app.app import AppArgs, build_app
 from strata.models import Scope
 from strata.settings import Settings
 from strata.shard.ring import ShardRing
+from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
@@ -81,7 +82,7 @@ def test_turns_working_memory_task_state_close(app: App) -> None:
     assert wm["task_state"]["goal"] == "book"
     closed = app.post("/v1/sessions/trip/close", {"user_id": "alice"}).json()
     assert closed["closed"] and closed["extraction_job"]
-    assert any(p["session_id"] == "trip" for _, p in app.redis.scan_queue(QUEUE_LOW))
+    assert any(p["session_id"] == "trip" for _, p in app.redis.queues.entries(QUEUE_LOW))
 
 
 def test_turn_batch_over_http(app: App) -> None:
@@ -105,7 +106,7 @@ def test_turn_batch_over_http(app: App) -> None:
     assert bad.status_code == 422 and "turn 1" in bad.json()["detail"]
     assert app.post("/v1/sessions/batch2/turns/batch",
                     {"user_id": "alice", "turns": []}).status_code == 422
-    assert app.redis.wal_read("default:alice:batch2") == []
+    assert app.redis.sessions.read(SessionRef.parse("default:alice:batch2")) == []
 
 
 @pytest.mark.parametrize(
@@ -124,7 +125,7 @@ def test_bad_turns_get_4xx_and_write_nothing(app: App, body: dict[str, object],
     resp = app.post("/v1/sessions/badinput/turns", body)
     assert resp.status_code == status
     assert set(resp.json()) == {"error", "detail"}
-    assert app.redis.wal_read("default:alice:badinput") == []
+    assert app.redis.sessions.read(SessionRef.parse("default:alice:badinput")) == []
 
 
 def test_auth_and_unknown_session(app: App) -> None:
@@ -186,8 +187,8 @@ class _Writer:
         wm = httpx.get(f"{self.app.base}/v1/sessions/{self.session}/working-memory",
                        params={"user_id": self.user}, headers=AUTH, timeout=30).json()
         assert wm["turn_count"] == len(self.acked) == len(set(self.acked))
-        in_wal = [r["turn"]["turn_id"] for _, r in self.app.redis.wal_read(
-            f"default:{self.user}:{self.session}") if r["op"] == "turn"]
+        in_wal = [r["turn"]["turn_id"] for _, r in self.app.redis.sessions.read(
+            SessionRef.parse(f"default:{self.user}:{self.session}")) if r["op"] == "turn"]
         assert in_wal == self.acked
         assert [t["turn_id"] for t in wm["window"]] == self.acked[-8:]
 
@@ -250,8 +251,8 @@ def test_readyz_reports_a_dead_redis_and_recovers(app: App) -> None:
     app.redis_server = EmbeddedRedis(app.redis_server.data_dir,
                                      port=app.redis_server.port).start()
     wait_status(f"{app.base}/readyz", 200)
-    turns = [r["turn"]["content"] for _, r in app.redis.wal_read("default:dave:r")
-             if r["op"] == "turn"]
+    wal = app.redis.sessions.read(SessionRef.parse("default:dave:r"))
+    turns = [r["turn"]["content"] for _, r in wal if r["op"] == "turn"]
     assert turns == ["before the crash"]
 
 
@@ -368,7 +369,8 @@ def test_inspector_endpoints_are_tenant_scoped(app: App) -> None:
 
     assert get("/v1/whoami").json() == {"tenant": "default", "role": "admin", "agent": None}
     app.post("/v1/users/ivy/memories", {"kind": "fact", "key": "city", "value": "Oslo"})
-    app.redis.register_user("globex:zed")  # another tenant's user in the shared registry
+    # another tenant's user in the shared registry
+    app.redis.users.register(parse_scope_key("globex:zed"))
     users = get("/v1/users").json()
     assert "ivy" in users["users"] and "zed" not in users["users"]
     assert get("/v1/users", q="IV").json()["users"] == ["ivy"]

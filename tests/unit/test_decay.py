@@ -25,6 +25,7 @@ from strata.models import Collection, MemoryKind, Scope, utcnow
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
+from strata.stores.keys import SessionRef
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.ports import DecayScan, StatusWriter, VectorStore
@@ -175,36 +176,36 @@ def test_purge_deletes_archived_sessions_past_retention(redis_store: RedisStore)
     retention = Settings().archive_retention_days * 86400
     now = time.time()
     # "old" was archived past retention; its TTL was lost (e.g. the key was rewritten)
-    redis_store.archive_session(f"{U.key}:old", retention, at=now - retention - 60)
-    redis_store._r.persist(redis_store._k(f"wm:{U.key}:old"))
-    due = redis_store.archived_before(now - retention)
-    assert due == [f"{U.key}:old"]
+    redis_store.index.archive(SessionRef(U, "old"), retention, at=now - retention - 60)
+    redis_store.connection.client.persist(redis_store.connection.key(f"wm:{U.key}:old"))
+    due = redis_store.index.archived_before(now - retention)
+    assert due == [SessionRef(U, "old")]
     counts = shard.purge_archived_sessions(due, now)
     assert (counts.sessions_purged, counts.sessions_expired) == (1, 0)
     assert redis_store.keys(f"*:{U.key}:old") == []
-    assert redis_store.snapshot_get(f"{U.key}:recent") is not None
+    assert redis_store.sessions.snapshot(SessionRef(U, "recent")) is not None
     assert shard.view(U, "live").turn_count == 1
-    assert redis_store.archived_before(now - retention) == []  # idempotent: nothing left
-    assert redis_store.archived_before(now) == [f"{U.key}:recent"]
+    assert redis_store.index.archived_before(now - retention) == []  # idempotent: nothing left
+    assert redis_store.index.archived_before(now) == [SessionRef(U, "recent")]
 
 
 def test_purge_leaves_a_live_session_that_reuses_an_expired_id(redis_store: RedisStore) -> None:
     shard = _shard(redis_store)
     shard.append_turn(U, "s", "user", "first life")
     shard.close(U, "s")
-    redis_store.delete_session(f"{U.key}:s")  # the TTL dropped it
+    redis_store.sessions.delete(SessionRef(U, "s"))  # the TTL dropped it
     shard.append_turn(U, "s", "user", "second life")  # the same id, a new session
     shard.flush_snapshots()
-    counts = shard.purge_archived_sessions([f"{U.key}:s"], time.time())
+    counts = shard.purge_archived_sessions([SessionRef(U, "s")], time.time())
     assert (counts.sessions_purged, counts.sessions_expired) == (0, 1)
     assert shard.view(U, "s").turn_count == 1
-    assert redis_store.archived_before(time.time()) == []
+    assert redis_store.index.archived_before(time.time()) == []
 
 
 def test_forgetting_a_user_drops_their_archive_entries(redis_store: RedisStore) -> None:
     shard = _shard(redis_store)
     shard.append_turn(U, "s", "user", "hello")
     shard.close(U, "s")
-    assert redis_store.archived_before(time.time()) == [f"{U.key}:s"]
+    assert redis_store.index.archived_before(time.time()) == [SessionRef(U, "s")]
     shard.delete_user(U)
-    assert redis_store.archived_before(time.time()) == []
+    assert redis_store.index.archived_before(time.time()) == []

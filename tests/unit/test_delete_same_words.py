@@ -14,6 +14,7 @@ from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
+from strata.stores.keys import SessionRef
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
 
@@ -61,7 +62,8 @@ def test_deleting_a_fact_deletes_its_turn_episode_and_exchange(
     assert not any(ALLERGY in t for t in texts(shard))
     assert ALLERGY not in recalled(vectors, "what am I allergic to? peanuts")
     assert SISTER in texts(shard)  # the neighbouring turn's own episode stays
-    assert not any(ALLERGY in r["turn"]["content"] for _, r in redis_store.wal_read("t:u:s1")
+    wal = redis_store.sessions.read(SessionRef.parse("t:u:s1"))
+    assert not any(ALLERGY in r["turn"]["content"] for _, r in wal
                    if r["op"] == "turn")  # and the archived transcript loses the turn
     assert ALLERGY not in str(shard.view(U, "s1").model_dump())
 

@@ -46,17 +46,17 @@ def test_close_to_facts_and_episodes(redis_store: RedisStore, setup) -> None:  #
     assert fact is not None and fact.provenance.turn_ids == ["s1:1"]
     stored = " ".join(r.text for c in Collection for r in vectors.query(c, U, limit=1000))
     assert "south" not in stored and "4111" not in stored and "x9!" not in stored
-    assert redis_store.queue_depth(QUEUE_LOW, "extractors").backlog == 0
+    assert redis_store.queues.depth(QUEUE_LOW, "extractors").backlog == 0
 
 
 def test_redelivered_job_adds_nothing(redis_store: RedisStore, setup) -> None:  # type: ignore[no-untyped-def]
     shard, writer, vectors = setup
     shard.append_turn(U, "s1", "user", "我住在北京，我喜欢吃火锅。")
     shard.close(U, "s1")
-    job = redis_store.scan_queue(QUEUE_LOW)[0][1]
+    job = redis_store.queues.entries(QUEUE_LOW)[0][1]
     worker(redis_store, writer, "w1").run_once()
     before = {c: vectors.count(c, U) for c in Collection}
-    redis_store.enqueue(QUEUE_LOW, job)  # the same job delivered again
+    redis_store.queues.enqueue(QUEUE_LOW, job)  # the same job delivered again
     worker(redis_store, writer, "w1").run_once()
     assert {c: vectors.count(c, U) for c in Collection} == before
     assert writer.facts.current(U, "location.home").metadata["mentions"] == 1  # type: ignore[union-attr]
@@ -73,10 +73,10 @@ def test_dead_workers_job_is_finished_by_another(redis_store: RedisStore, setup)
     dying = ExtractionWorker(redis_store, RuleExtractor(), crash, "dying", claim_idle_ms=0)  # type: ignore[arg-type]
     dying.run_once()
     assert vectors.count(Collection.FACTS, U) == 0
-    assert redis_store.queue_depth(QUEUE_LOW, "extractors").pending == 1
+    assert redis_store.queues.depth(QUEUE_LOW, "extractors").pending == 1
     assert worker(redis_store, writer, "w2", claim_idle_ms=0).run_once() == 1
     assert writer.facts.current(U, "identity.name").value == "Ann Lee"  # type: ignore[union-attr]
-    assert redis_store.queue_depth(QUEUE_LOW, "extractors").backlog == 0
+    assert redis_store.queues.depth(QUEUE_LOW, "extractors").backlog == 0
 
 
 def test_similar_episodes_merge_with_count(setup) -> None:  # type: ignore[no-untyped-def]
@@ -128,9 +128,9 @@ def test_a_killed_worker_process_leaves_its_job_to_another(  # type: ignore[no-u
     shard.append_turn(U, "s1", "user", "I'm allergic to shellfish.")
     shard.close(U, "s1")
     proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, redis_server.url,
-                           redis_store._prefix], capture_output=True, timeout=120)
+                           redis_store.connection.prefix], capture_output=True, timeout=120)
     assert proc.returncode == -9, proc.stderr.decode()[-500:]
-    assert redis_store.queue_depth(QUEUE_LOW, "extractors").pending == 1
+    assert redis_store.queues.depth(QUEUE_LOW, "extractors").pending == 1
     assert worker(redis_store, writer, "rescuer", claim_idle_ms=0).run_once() == 1
     assert writer.facts.current(U, "constraint.allergy:shellfish") is not None
-    assert redis_store.queue_depth(QUEUE_LOW, "extractors").backlog == 0
+    assert redis_store.queues.depth(QUEUE_LOW, "extractors").backlog == 0

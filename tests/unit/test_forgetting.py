@@ -27,6 +27,7 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
+from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
 from strata.stores.ports import PurgeReport
 from strata.stores.redis import RedisStore
@@ -149,12 +150,13 @@ def test_without_a_purge_the_deleted_rows_stay_in_the_milvus_files(
 
 def test_without_a_rewrite_deleted_keys_stay_in_the_aof(redis: RedisStore,
                                                         data_dir: Path) -> None:
-    redis.wal_append("t:u:s1", {"op": "turn", "turn": {"content": f"I am {PHRASE}"}})
-    redis.wal_append("t:keep:s1", {"op": "turn", "turn": {"content": f"I am {CONTROL}"}})
-    redis.delete_user_sessions("t:u")
+    for key, said in (("t:u:s1", PHRASE), ("t:keep:s1", CONTROL)):
+        record = {"op": "turn", "turn": {"content": f"I am {said}"}}
+        redis.sessions.append(SessionRef.parse(key), record)
+    redis.sessions.delete_user(parse_scope_key("t:u"))
     assert on_disk(data_dir, PHRASE) > 0  # deleted, but the AOF still has the XADD
 
-    FilePurge(redis, None).purge_now()
+    FilePurge(redis.aof, None).purge_now()
 
     assert find_residue(data_dir, PHRASE) == []
     assert on_disk(data_dir, CONTROL) > 0
@@ -177,7 +179,7 @@ class _SlowVectors:
 
 def test_requests_during_a_purge_coalesce_into_one_more_purge(redis_store: RedisStore) -> None:
     vectors = _SlowVectors()
-    purge = FilePurge(redis_store, vectors)
+    purge = FilePurge(redis_store.aof, vectors)
     purge.request()
     assert vectors.entered.wait(10)  # the first purge runs (and blocks)
     for _ in range(5):  # deletes that happen meanwhile

@@ -12,6 +12,7 @@ from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
+from strata.stores.keys import SessionRef
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_HIGH, RedisStore
 
@@ -44,7 +45,7 @@ def test_explicit_remember_is_written_before_the_turn_returns(
     assert ack.intents.remembered and not ack.intents.deferred
     fact = shard.longterm.facts.current(U, "constraint.allergy:peanuts")
     assert fact is not None and fact.provenance.turn_ids == [ack.turn_id]
-    assert redis_store.queue_depth(QUEUE_HIGH, "extractors").backlog == 0
+    assert redis_store.queues.depth(QUEUE_HIGH, "extractors").backlog == 0
 
 
 def test_plain_statements_wait_for_the_session_end(shard: SessionShardService) -> None:
@@ -71,13 +72,13 @@ def test_delete_memory_cascades_to_turns_and_snapshot(
     result = shard.delete_memory(U, fact.id)
     assert result == {"deleted_versions": 1, "deleted_turns": 1, "deleted_ids": [fact.id]}
     shard.flush_snapshots()
-    assert not any("Bluefin" in r["turn"]["content"] for _, r in redis_store.wal_read(
-        "t:u:s1") if r["op"] == "turn")
+    assert not any("Bluefin" in r["turn"]["content"] for _, r in redis_store.sessions.read(
+        SessionRef(U, "s1")) if r["op"] == "turn")
     view = shard.view(U, "s1")
     assert [t.turn_id for t in view.window] == ["s1:2"] and ack.turn_id != "s1:2"
     assert not any(b"Bluefin" in raw for _, raw in redis_store.dump_values())
     assert vectors.count(Collection.FACTS, U) == 0
-    assert redis_store.audit_read(U.key)[-1]["action"] == "delete"
+    assert redis_store.audit.read(U)[-1]["action"] == "delete"
 
 
 def test_delete_user_leaves_no_text_anywhere(shard: SessionShardService,
@@ -88,14 +89,14 @@ def test_delete_user_leaves_no_text_anywhere(shard: SessionShardService,
     shard.close(U, "s2")
     other = Scope(tenant="t", user="keep")
     shard.append_turn(other, "s9", "user", "Remember: my cat is called Pickle.")
-    redis_store.recall_log_add(U.key, ["x"], "personal")
+    redis_store.recalls.add(U, ["x"], "personal")
     shard.delete_user(U)
     dump = b" ".join(raw for _, raw in redis_store.dump_values())
     assert b"Biscuit" not in dump and b"Reykjavik" not in dump
     assert b"Pickle" in dump  # another user's memory is untouched
     assert all(vectors.count(c, U) == 0 for c in Collection)
     assert vectors.count(Collection.FACTS, other) == 1
-    assert redis_store.audit_read(U.key)[-1]["action"] == "delete_user"
+    assert redis_store.audit.read(U)[-1]["action"] == "delete_user"
 
 
 def test_memories_api_fact_edit_keeps_history(shard: SessionShardService) -> None:

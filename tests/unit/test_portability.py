@@ -284,7 +284,7 @@ def serving(shard: SessionShardService, seen: list[httpx.Request]) -> httpx.Mock
     def handle(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.method == "GET":  # /v1/export: the tenant's users, as the route does
-            users = [u.split(":")[1] for u in shard._redis.users()]
+            users = [u.user for u in shard._redis.users.all()]
             header = ExportHeader(embed_model=EMB.model_id, tenant="t", users=users,
                                   exported_at=datetime.now(timezone.utc))
             vectors = shard.longterm.vectors

@@ -91,4 +91,4 @@ def test_the_shard_proposes_rations_and_learns_from_feedback(shard: SessionShard
     with pytest.raises(NotFound):
         shard.follow_up_feedback(U, "never-proposed", "used")
     shard.delete_user(U)
-    assert shard._redis.followup_state(U.key, None) == ({}, {}, 0)  # forgotten with the user
+    assert shard._redis.followups.state(U, None) == ({}, {}, 0)  # forgotten with the user

@@ -15,10 +15,12 @@ from strata.layers.working import WorkingMemory
 from strata.models import Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
+from strata.stores.keys import SessionRef
 from strata.stores.redis import RedisStore
+from strata.stores.redis.sessions import RedisSessionLog
 
 ALICE = Scope(tenant="acme", user="alice")
-KEY = "acme:alice:s"
+KEY = SessionRef(ALICE, "s")
 OLD = WorkingMemory.RECENT_IDS + 36  # turns after the first: well past what the window recalls
 
 
@@ -27,8 +29,8 @@ def shard(redis_store: RedisStore, **overrides: Any) -> SessionShardService:
                                RuleSummarizer())
 
 
-def wal_turn_ids(redis_store: RedisStore, key: str = KEY) -> list[str]:
-    return [r["turn"]["turn_id"] for _, r in redis_store.wal_read(key) if r["op"] == "turn"]
+def wal_turn_ids(redis_store: RedisStore, key: SessionRef = KEY) -> list[str]:
+    return [r["turn"]["turn_id"] for _, r in redis_store.sessions.read(key) if r["op"] == "turn"]
 
 
 def long_session(svc: SessionShardService) -> None:
@@ -75,12 +77,12 @@ def test_a_batch_with_old_and_new_ids_stores_only_the_new(redis_store: RedisStor
 def test_the_turn_id_set_expires_and_goes_with_the_session(redis_store: RedisStore) -> None:
     svc = shard(redis_store)
     svc.append_turn(ALICE, "s", "user", "hello", turn_id="h1")
-    assert redis_store.known_turn_ids(KEY, ["h1", "h2"]) == {"h1"}
+    assert redis_store.sessions.known_turn_ids(KEY, ["h1", "h2"]) == {"h1"}
     svc.close(ALICE, "s")
-    ttl = redis_store._r.ttl(redis_store._k(f"turns:{KEY}"))
+    ttl = redis_store.connection.client.ttl(redis_store.connection.key(f"turns:{KEY.key}"))
     assert 0 < ttl <= Settings().archive_retention_days * 86400
-    redis_store.delete_user_sessions(ALICE.key)
-    assert redis_store.known_turn_ids(KEY, ["h1"]) == set()
+    redis_store.sessions.delete_user(ALICE)
+    assert redis_store.sessions.known_turn_ids(KEY, ["h1"]) == set()
 
 
 def test_a_session_written_before_the_set_is_filled_from_its_wal(
@@ -88,20 +90,21 @@ def test_a_session_written_before_the_set_is_filled_from_its_wal(
     svc = shard(redis_store)
     long_session(svc)
     svc.shutdown()
-    redis_store._r.delete(redis_store._k(f"turns:{KEY}"))  # as an older Strata left it
+    # as an older Strata left it
+    redis_store.connection.client.delete(redis_store.connection.key(f"turns:{KEY.key}"))
     restarted = shard(redis_store)
     assert restarted.append_turn(ALICE, "s", "user", "again", turn_id="first").duplicate
     assert wal_turn_ids(redis_store).count("first") == 1
 
 
-class ReplyLost(RedisStore):
+class ReplyLost(RedisSessionLog):
     """Redis takes the WAL write, then the connection breaks before the reply (once)."""
 
     lose_next = False
 
-    def wal_append_many(self, session_key: str, records: list[Mapping[str, Any]],
-                        turn_ids: Sequence[str] = ()) -> list[str]:
-        ids = super().wal_append_many(session_key, records, turn_ids)
+    def append_turns(self, ref: SessionRef, records: Sequence[Mapping[str, Any]],
+                     turn_ids: Sequence[str] = ()) -> list[str]:
+        ids = super().append_turns(ref, records, turn_ids)
         if self.lose_next:
             self.lose_next = False
             raise QueueStoreError("redis wal append failed: connection reset")
@@ -110,11 +113,12 @@ class ReplyLost(RedisStore):
 
 def test_a_write_whose_reply_was_lost_is_retried_as_a_duplicate(
         redis_server: Any, request: pytest.FixtureRequest) -> None:
-    store = ReplyLost(redis_server.url, prefix=f"t:{request.node.name}:")
+    store = RedisStore(redis_server.url, prefix=f"t:{request.node.name}:")
+    store.sessions = lossy = ReplyLost(store.connection)
     try:
         svc = shard(store)
         svc.append_turn(ALICE, "s", "user", "one", turn_id="t1")
-        store.lose_next = True
+        lossy.lose_next = True
         with pytest.raises(QueueStoreError):
             svc.append_turn(ALICE, "s", "user", "two", turn_id="t2")
         assert svc.append_turn(ALICE, "s", "user", "two", turn_id="t2").duplicate
@@ -142,7 +146,7 @@ def test_working_memory_is_redacted_when_the_session_is_archived(
     live = json.dumps(svc.view(ALICE, "s").model_dump(mode="json"))
     assert all(s in live for s in SECRETS[::2])  # a live session keeps what was said
     svc.close(ALICE, "s")
-    snapshot = redis_store.snapshot_get(KEY)
+    snapshot = redis_store.sessions.snapshot(KEY)
     assert snapshot is not None
     for archived in (json.dumps(snapshot[0]),
                      json.dumps(svc.view(ALICE, "s").model_dump(mode="json")),

@@ -18,11 +18,12 @@ from strata.models import Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
+from strata.stores.keys import QUEUE_HIGH, SessionRef
 from strata.stores.memory import InMemoryVectorStore
-from strata.stores.redis import QUEUE_HIGH, RedisStore
+from strata.stores.redis import RedisStore
 
 ALICE = Scope(tenant="acme", user="alice")
-KEY = "acme:alice:s"
+KEY = SessionRef(ALICE, "s")
 
 
 def shard(redis_store: RedisStore, **overrides: Any) -> SessionShardService:
@@ -36,7 +37,7 @@ def turns(n: int, start: int = 1, ids: bool = False) -> list[dict[str, Any]]:
 
 
 def wal_turn_ids(redis_store: RedisStore) -> list[str]:
-    return [r["turn"]["turn_id"] for _, r in redis_store.wal_read(KEY) if r["op"] == "turn"]
+    return [r["turn"]["turn_id"] for _, r in redis_store.sessions.read(KEY) if r["op"] == "turn"]
 
 
 def test_batch_keeps_order_and_numbers_turns_like_single_appends(
@@ -105,7 +106,7 @@ def test_one_bad_turn_rejects_the_whole_batch(redis_store: RedisStore, bad: dict
     svc = shard(redis_store, max_turn_bytes=1000)
     with pytest.raises(InvalidInput, match=says):
         svc.append_turns(ALICE, "s", [*turns(2), bad, *turns(2, start=3)])
-    assert redis_store.wal_read(KEY) == []
+    assert redis_store.sessions.read(KEY) == []
     with pytest.raises(NotFound):
         svc.view(ALICE, "s")
 
@@ -132,7 +133,7 @@ def test_batch_snapshots_and_restart_rebuilds_it(redis_store: RedisStore) -> Non
     svc = shard(redis_store, snapshot_every_turns=3)
     svc.append_turns(ALICE, "s", turns(5))
     svc.flush_snapshots()
-    snap = redis_store.snapshot_get(KEY)
+    snap = redis_store.sessions.snapshot(KEY)
     assert snap is not None and snap[0]["turn_count"] == 5
     assert shard(redis_store).view(ALICE, "s").model_dump() == (
         svc.view(ALICE, "s").model_dump())
@@ -152,14 +153,8 @@ def test_explicit_intents_apply_per_user_turn(redis_store: RedisStore) -> None:
     assert [bool(a.intents.remembered) for a in acks] == [False, True, False]
     fact = lt.facts.current(scope, "constraint.allergy:peanuts")
     assert fact is not None and fact.provenance.turn_ids == [acks[1].turn_id]
-    assert redis_store.queue_depth(QUEUE_HIGH, "extractors").backlog == 0
+    assert redis_store.queues.depth(QUEUE_HIGH, "extractors").backlog == 0
 
-
-def test_wal_append_many_and_tail(redis_store: RedisStore) -> None:
-    ids = redis_store.wal_append_many("w", [{"n": i} for i in range(4)])
-    assert [rid for rid, _ in redis_store.wal_read("w")] == ids
-    assert [r["n"] for _, r in redis_store.wal_tail("w", 2)] == [2, 3]
-    assert redis_store.wal_tail("none", 5) == []
 
 
 def test_locomo_eval_sends_one_batch_per_session_and_maps_the_service_ids(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from strata.models import Role, Scope, Turn
 from strata.settings import Settings
 from strata.shard.ring import ShardRing
 from strata.shard.service import SessionShardService
+from strata.stores.keys import SessionRef
 from strata.stores.redis import QUEUE_LOW, RedisStore
 
 ALICE = Scope(tenant="acme", user="alice")
@@ -80,7 +81,7 @@ def test_restart_rebuilds_from_snapshot_and_wal(redis_store: RedisStore) -> None
 def test_restart_without_any_snapshot_replays_the_wal(redis_store: RedisStore) -> None:
     svc = shard(redis_store, snapshot_every_turns=1000, snapshot_every_tokens=100_000)
     chat(svc, "s", 12)
-    assert redis_store.snapshot_get("acme:alice:s") is None
+    assert redis_store.sessions.snapshot(SessionRef.parse("acme:alice:s")) is None
     again = shard(redis_store).view(ALICE, "s")
     assert again.turn_count == 12 and len(again.window) == 8
 
@@ -94,7 +95,7 @@ def test_bad_input_changes_nothing(redis_store: RedisStore) -> None:
     with pytest.raises(InvalidInput):
         svc.append_turn(ALICE, "bad session!", "user", "x")
     assert svc.view(ALICE, "s").turn_count == 1
-    assert len(redis_store.wal_read("acme:alice:s")) == 1
+    assert len(redis_store.sessions.read(SessionRef.parse("acme:alice:s"))) == 1
     with pytest.raises(NotFound):
         svc.view(ALICE, "never")
     with pytest.raises(NotFound):
@@ -112,16 +113,16 @@ def test_retried_turn_id_is_not_duplicated(redis_store: RedisStore) -> None:
 def test_close_queues_extraction_and_archives(redis_store: RedisStore) -> None:
     svc = shard(redis_store)
     svc.append_turn(ALICE, "s", "user", "I am allergic to peanuts")
-    redis_store.ensure_group(QUEUE_LOW, "extractors")
+    redis_store.queues.ensure_group(QUEUE_LOW, "extractors")
     ack = svc.close(ALICE, "s")
     assert ack.extraction_job is not None
-    jobs = redis_store.consume(QUEUE_LOW, "extractors", "w")
+    jobs = redis_store.queues.consume(QUEUE_LOW, "extractors", "w")
     assert [j.payload["session_id"] for j in jobs] == ["s"]
     assert "peanuts" not in json.dumps(jobs[0].payload)  # queue names turns, holds no text
     assert svc.close(ALICE, "s").already_closed
     with pytest.raises(Conflict):
         svc.append_turn(ALICE, "s", "user", "more")
-    ttl = redis_store._r.ttl(redis_store._k("wal:acme:alice:s"))
+    ttl = redis_store.connection.client.ttl(redis_store.connection.key("wal:acme:alice:s"))
     assert 7 * 86400 <= ttl <= 30 * 86400
     assert svc.view(ALICE, "s").closed  # archived, still inspectable
 
@@ -129,14 +130,14 @@ def test_close_queues_extraction_and_archives(redis_store: RedisStore) -> None:
 def test_idle_sweep_extracts_once_and_evicts(redis_store: RedisStore) -> None:
     svc = shard(redis_store, session_idle_extract_s=60, session_ttl_s=30)
     svc.append_turn(ALICE, "s", "user", "my project codename is Bluebird")
-    redis_store.ensure_group(QUEUE_LOW, "g")
+    redis_store.queues.ensure_group(QUEUE_LOW, "g")
     import time
 
     later = time.time() + 120
     report = svc.sweep(now=later)
     assert (report.idle_extractions, report.evicted, report.in_memory) == (1, 1, 0)
     assert svc.sweep(now=later + 120).idle_extractions == 0
-    assert len(redis_store.consume(QUEUE_LOW, "g", "w")) == 1
+    assert len(redis_store.queues.consume(QUEUE_LOW, "g", "w")) == 1
     view = svc.view(ALICE, "s")  # evicted sessions come back from Redis
     assert not view.closed and view.turn_count == 1
 

@@ -1,0 +1,164 @@
+"""Per-user records in Redis besides sessions and queues: the content-free audit log, the
+recall log, the user registry, the follow-up state; and the append-only file's rewrite."""
+
+from __future__ import annotations
+
+import redis
+
+from strata.errors import InvalidInput
+from strata.models import Scope
+from strata.stores import keys
+from strata.stores.keys import SessionRef, parse_scope_key
+from strata.stores.redis.connection import RedisConnection, decode, redis_errors, stream_id
+
+__all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisRecallLog",
+           "RedisUserRegistry"]
+
+AUDIT_FIELDS = frozenset({"action", "memory_id", "session_id", "kind", "count", "actor", "at",
+                          "reason"})
+RECALL_LOG_MAXLEN = 100_000
+
+
+class RedisAuditLog:
+    """``AuditLog`` over one ``audit:{scope}`` stream per user; only whitelisted,
+    non-text fields are accepted."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def append(self, scope: Scope, **fields: str | int | float) -> str:
+        unknown = set(fields) - AUDIT_FIELDS
+        if unknown:
+            raise InvalidInput(f"audit fields must be content-free; unknown {sorted(unknown)}")
+        with redis_errors("audit"):
+            return stream_id(self._r.xadd(self._conn.key(keys.audit(scope)),
+                                          {k: str(v) for k, v in fields.items()}))
+
+    def read(self, scope: Scope) -> list[dict[str, str]]:
+        with redis_errors("audit read"):
+            rows = self._r.xrange(self._conn.key(keys.audit(scope)))
+        return [decode(f) for _, f in rows]
+
+
+class RedisRecallLog:
+    """``RecallLog`` over one capped ``recall-log`` stream of {scope, route, ids}."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def add(self, scope: Scope, memory_ids: list[str], route: str) -> None:
+        with redis_errors("recall log"):
+            self._r.xadd(self._conn.key(keys.RECALL_LOG),
+                         {"scope": scope.key, "route": route, "ids": ",".join(memory_ids)},
+                         maxlen=RECALL_LOG_MAXLEN, approximate=True)
+
+    def remove(self, scope: Scope, memory_ids: set[str] | None = None) -> int:
+        stream = self._conn.key(keys.RECALL_LOG)
+        with redis_errors("recall log delete"):
+            doomed = []
+            for rid, raw in self._r.xrange(stream):
+                fields = decode(raw)
+                if fields.get("scope") != scope.key:
+                    continue
+                if memory_ids is None or memory_ids & set(fields.get("ids", "").split(",")):
+                    doomed.append(rid)
+            return int(self._r.xdel(stream, *doomed)) if doomed else 0
+
+
+class RedisUserRegistry:
+    """``UserRegistry`` over the ``users`` set of scope keys."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def register(self, scope: Scope) -> None:
+        with redis_errors("register user"):
+            self._r.sadd(self._conn.key(keys.USERS), scope.key)
+
+    def unregister(self, scope: Scope) -> None:
+        with redis_errors("unregister user"):
+            self._r.srem(self._conn.key(keys.USERS), scope.key)
+
+    def all(self) -> list[Scope]:
+        with redis_errors("users"):
+            found = sorted(m.decode() for m in self._r.sscan_iter(self._conn.key(keys.USERS),
+                                                                  count=1000))
+        return [parse_scope_key(k) for k in found]
+
+
+class RedisFollowUpState:
+    """``FollowUpState`` over ``fu:{scope}:quiet`` and ``fu:{scope}:outcomes`` hashes and a
+    ``fu:{session}:count`` counter that expires with the session."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def state(self, scope: Scope, ref: SessionRef | None
+              ) -> tuple[dict[str, float], dict[str, tuple[int, int]], int]:
+        with redis_errors("follow-up state"):
+            pipe = self._r.pipeline()
+            pipe.hgetall(self._conn.key(keys.followup_quiet(scope)))
+            pipe.hgetall(self._conn.key(keys.followup_outcomes(scope)))
+            pipe.get(self._conn.key(keys.followup_count(ref) if ref else "_none"))
+            quiet, outcomes, count = pipe.execute()
+        kinds: dict[str, list[int]] = {}
+        for field, n in decode(outcomes).items():
+            kind, _, outcome = field.rpartition(":")
+            kinds.setdefault(kind, [0, 0])[0 if outcome == "used" else 1] += int(n)
+        return ({k: float(v) for k, v in decode(quiet).items()},
+                {k: (v[0], v[1]) for k, v in kinds.items()}, int(count or 0))
+
+    def proposed(self, scope: Scope, ref: SessionRef | None, topics: list[str],
+                 quiet_until: float, session_ttl_s: int) -> None:
+        with redis_errors("follow-up proposed"):
+            pipe = self._r.pipeline()
+            if topics:
+                pipe.hset(self._conn.key(keys.followup_quiet(scope)),
+                          mapping=dict.fromkeys(topics, quiet_until))
+            if ref and topics:
+                pipe.incrby(self._conn.key(keys.followup_count(ref)), len(topics))
+                pipe.expire(self._conn.key(keys.followup_count(ref)), session_ttl_s)
+            pipe.execute()
+
+    def outcome(self, scope: Scope, topic: str, kind: str, outcome: str,
+                quiet_until: float) -> None:
+        with redis_errors("follow-up outcome"):
+            pipe = self._r.pipeline()
+            pipe.hset(self._conn.key(keys.followup_quiet(scope)), topic, quiet_until)
+            pipe.hincrby(self._conn.key(keys.followup_outcomes(scope)), f"{kind}:{outcome}", 1)
+            pipe.execute()
+
+    def delete_user(self, scope: Scope) -> int:
+        found = self._conn.keys(keys.user_keys("fu", scope))
+        with redis_errors("delete follow-ups"):
+            return int(self._r.delete(*found)) if found else 0
+
+
+class RedisAppendOnlyFile:
+    """``AppendOnlyFile``: BGREWRITEAOF from the live dataset, so deleted values leave the
+    files (Redis 7 writes a new base and incr file and removes the old ones)."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._r = conn.client
+
+    def rewrite(self) -> str:
+        with redis_errors("aof rewrite"):
+            if not self._r.info("persistence").get("aof_enabled"):
+                return "off"
+            try:
+                reply = self._r.execute_command("BGREWRITEAOF")
+            except redis.ResponseError as exc:
+                if "already in progress" in str(exc):
+                    return "in_progress"
+                raise
+        text = reply.decode() if isinstance(reply, bytes) else str(reply)
+        return "scheduled" if "scheduled" in text else "started"
+
+    def rewrite_pending(self) -> bool:
+        with redis_errors("aof state"):
+            info = self._r.info("persistence")
+        return bool(info.get("aof_rewrite_in_progress") or info.get("aof_rewrite_scheduled"))

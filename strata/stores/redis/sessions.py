@@ -1,0 +1,165 @@
+"""The session log (WAL, turn-id set, snapshot) and the session index (active per shard,
+archived) in Redis; key names from ``strata.stores.keys``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from strata.models import Scope
+from strata.stores import keys
+from strata.stores.keys import SessionRef
+from strata.stores.redis.connection import (
+    RedisConnection,
+    decode,
+    dumps,
+    redis_errors,
+    stream_id,
+)
+from strata.stores.redis_ports import WalEntry
+
+__all__ = ["RedisSessionIndex", "RedisSessionLog"]
+
+
+class RedisSessionLog:
+    """``SessionLog`` over Redis: ``wal:`` streams, ``turns:`` sets, ``wm:`` hashes."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def append(self, ref: SessionRef, record: Mapping[str, Any]) -> str:
+        with redis_errors("wal append"):
+            return stream_id(self._r.xadd(self._conn.key(keys.wal(ref)),
+                                          {"data": dumps(record)}))
+
+    def append_turns(self, ref: SessionRef, records: Sequence[Mapping[str, Any]],
+                     turn_ids: Sequence[str] = ()) -> list[str]:
+        # one MULTI/EXEC round trip: the records and their turn ids land together or not
+        stream = self._conn.key(keys.wal(ref))
+        with redis_errors("wal append"):
+            pipe = self._r.pipeline(transaction=True)
+            for record in records:
+                pipe.xadd(stream, {"data": dumps(record)})
+            if turn_ids:
+                # no expiry: a live session's WAL has none; archiving sets both
+                pipe.sadd(self._conn.key(keys.turn_ids(ref)), *turn_ids)
+            entries = pipe.execute()
+        return [stream_id(e) for e in entries[:len(records)]]
+
+    def read(self, ref: SessionRef, after_id: str = "0") -> list[WalEntry]:
+        start = f"({after_id}" if after_id != "0" else "-"
+        with redis_errors("wal read"):
+            rows = self._r.xrange(self._conn.key(keys.wal(ref)), min=start, max="+")
+        return [(rid.decode(), json.loads(f[b"data"])) for rid, f in rows]
+
+    def remove_turns(self, ref: SessionRef, turn_ids: set[str]) -> int:
+        doomed = [rid for rid, rec in self.read(ref)
+                  if rec.get("op") == "turn" and rec["turn"].get("turn_id") in turn_ids]
+        if not doomed:
+            return 0
+        with redis_errors("wal delete"):
+            return int(self._r.xdel(self._conn.key(keys.wal(ref)), *doomed))
+
+    def known_turn_ids(self, ref: SessionRef, turn_ids: Sequence[str]) -> set[str]:
+        if not turn_ids:
+            return set()
+        with redis_errors("turn ids"):  # one SMISMEMBER, not a WAL read
+            found = self._r.smismember(self._conn.key(keys.turn_ids(ref)), list(turn_ids))
+        return {t for t, hit in zip(turn_ids, found, strict=True) if hit}
+
+    def has_turn_id_set(self, ref: SessionRef) -> bool:
+        with redis_errors("turn ids"):
+            return bool(self._r.exists(self._conn.key(keys.turn_ids(ref))))
+
+    def add_turn_ids(self, ref: SessionRef, turn_ids: Sequence[str]) -> None:
+        if turn_ids:
+            with redis_errors("turn ids"):
+                self._r.sadd(self._conn.key(keys.turn_ids(ref)), *turn_ids)
+
+    def put_snapshot(self, ref: SessionRef, data: Mapping[str, Any], wal_id: str) -> None:
+        with redis_errors("snapshot put"):
+            self._r.hset(self._conn.key(keys.snapshot(ref)),
+                         mapping={"data": dumps(data), "wal_id": wal_id})
+
+    def snapshot(self, ref: SessionRef) -> tuple[dict[str, Any], str] | None:
+        with redis_errors("snapshot get"):
+            raw = self._r.hgetall(self._conn.key(keys.snapshot(ref)))
+        if not raw:
+            return None
+        fields = decode(raw)
+        return json.loads(fields["data"]), fields["wal_id"]
+
+    def delete(self, ref: SessionRef) -> None:
+        with redis_errors("delete session"):
+            self._r.delete(self._conn.key(keys.wal(ref)), self._conn.key(keys.snapshot(ref)),
+                           self._conn.key(keys.turn_ids(ref)))
+
+    def delete_user(self, scope: Scope) -> int:
+        found = [k for kind in ("wal", "wm", "turns")
+                 for k in self._conn.keys(keys.user_keys(kind, scope))]
+        with redis_errors("delete sessions"):
+            return int(self._r.delete(*found)) if found else 0
+
+
+class RedisSessionIndex:
+    """``SessionIndex`` over Redis: ``active:{shard}`` and ``archived`` zsets of session
+    keys scored by time."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def touch(self, shard: int, ref: SessionRef, at: float) -> None:
+        with redis_errors("touch session"):
+            self._r.zadd(self._conn.key(keys.active(shard)), {ref.key: at})
+
+    def idle(self, shard: int, before: float, limit: int = 1000) -> list[SessionRef]:
+        with redis_errors("idle sessions"):
+            rows = self._r.zrangebyscore(self._conn.key(keys.active(shard)), "-inf", before,
+                                         start=0, num=limit)
+        return [SessionRef.parse(r.decode()) for r in rows]
+
+    def untrack(self, shard: int, ref: SessionRef) -> None:
+        with redis_errors("untrack session"):
+            self._r.zrem(self._conn.key(keys.active(shard)), ref.key)
+
+    def untrack_user(self, shard: int, scope: Scope) -> None:
+        self._remove_user(keys.active(shard), scope)
+
+    def _remove_user(self, index: str, scope: Scope) -> None:
+        with redis_errors(f"{index} remove user"):
+            members = [m for m, _ in self._r.zscan_iter(self._conn.key(index),
+                                                        match=keys.user_members(scope))]
+            if members:
+                self._r.zrem(self._conn.key(index), *members)
+
+    def archive(self, ref: SessionRef, retention_s: int, at: float | None = None) -> None:
+        # the TTL is a backstop: the decay sweep purges what the index says is past retention
+        with redis_errors("archive session"):
+            pipe = self._r.pipeline(transaction=True)
+            for name in (keys.wal(ref), keys.snapshot(ref), keys.turn_ids(ref)):
+                pipe.expire(self._conn.key(name), retention_s)
+            pipe.zadd(self._conn.key(keys.ARCHIVED),
+                      {ref.key: time.time() if at is None else at})
+            pipe.execute()
+
+    def archived_before(self, before: float, limit: int = 10_000) -> list[SessionRef]:
+        with redis_errors("archived sessions"):
+            rows = self._r.zrangebyscore(self._conn.key(keys.ARCHIVED), "-inf", before,
+                                         start=0, num=limit)
+        return [SessionRef.parse(r.decode()) for r in rows]
+
+    def archived_of(self, scope: Scope) -> list[tuple[SessionRef, float]]:
+        with redis_errors("archived sessions"):
+            return [(SessionRef.parse(m.decode()), float(at)) for m, at in self._r.zscan_iter(
+                self._conn.key(keys.ARCHIVED), match=keys.user_members(scope))]
+
+    def unarchive(self, ref: SessionRef) -> None:
+        with redis_errors("unarchive session"):
+            self._r.zrem(self._conn.key(keys.ARCHIVED), ref.key)
+
+    def unarchive_user(self, scope: Scope) -> None:
+        self._remove_user(keys.ARCHIVED, scope)

@@ -1,0 +1,246 @@
+"""Ports of what Strata keeps in Redis, one per concern, typed by ``Scope`` and ``SessionRef``.
+
+``strata.stores.redis`` implements each over one connection and bundles them as
+``RedisStore`` (``.sessions``, ``.index``, ``.queues``, ``.audit``, ``.recalls``, ``.users``,
+``.followups``, ``.aof``). A retried turn is made idempotent by the session log's turn-id
+set, written in the transaction of the turn's WAL entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from strata.models import Scope
+from strata.stores.keys import SessionRef
+
+__all__ = [
+    "AppendOnlyFile",
+    "AuditLog",
+    "FollowUpState",
+    "QueueDepth",
+    "QueueMessage",
+    "RecallLog",
+    "SessionIndex",
+    "SessionLog",
+    "UserRegistry",
+    "WalEntry",
+    "WriteQueues",
+]
+
+WalEntry = tuple[str, dict[str, Any]]
+"""A WAL record with its stream id."""
+
+
+class QueueMessage(BaseModel):
+    """One entry read from a queue: its stream id, how often delivered, and its payload."""
+
+    id: str
+    payload: dict[str, Any]
+    deliveries: int = 1
+
+
+class QueueDepth(BaseModel):
+    """How far behind a queue's consumer group is."""
+
+    length: int
+    pending: int
+    lag: int
+
+    @property
+    def backlog(self) -> int:
+        """Entries not yet acknowledged: never delivered plus delivered-but-unacked."""
+        return self.lag + self.pending
+
+
+class SessionLog(Protocol):
+    """A session's write-ahead log, its turn-id set and its working-memory snapshot."""
+
+    def append(self, ref: SessionRef, record: Mapping[str, Any]) -> str:
+        """Append one record; its stream id once Redis has it."""
+        ...
+
+    def append_turns(self, ref: SessionRef, records: Sequence[Mapping[str, Any]],
+                     turn_ids: Sequence[str] = ()) -> list[str]:
+        """Append records in order, all or none, with ``turn_ids`` joining the turn-id set
+        in the same transaction; their stream ids."""
+        ...
+
+    def read(self, ref: SessionRef, after_id: str = "0") -> list[WalEntry]:
+        """Records strictly after ``after_id``, in order."""
+        ...
+
+    def remove_turns(self, ref: SessionRef, turn_ids: set[str]) -> int:
+        """Delete the entries of these turns; how many went."""
+        ...
+
+    def known_turn_ids(self, ref: SessionRef, turn_ids: Sequence[str]) -> set[str]:
+        """Which of ``turn_ids`` the session ever had."""
+        ...
+
+    def has_turn_id_set(self, ref: SessionRef) -> bool:
+        """Whether the session has a turn-id set (sessions older than it have none)."""
+        ...
+
+    def add_turn_ids(self, ref: SessionRef, turn_ids: Sequence[str]) -> None:
+        """Fill the turn-id set (from the WAL, for a session written before it)."""
+        ...
+
+    def put_snapshot(self, ref: SessionRef, data: Mapping[str, Any], wal_id: str) -> None:
+        """Store the working memory as of WAL entry ``wal_id``."""
+        ...
+
+    def snapshot(self, ref: SessionRef) -> tuple[dict[str, Any], str] | None:
+        """The stored working memory and its WAL id; None if there is none."""
+        ...
+
+    def delete(self, ref: SessionRef) -> None:
+        """Remove the session's WAL, snapshot and turn-id set."""
+        ...
+
+    def delete_user(self, scope: Scope) -> int:
+        """Remove the WAL, snapshot and turn-id set of every session of the user; how many
+        keys went."""
+        ...
+
+
+class SessionIndex(Protocol):
+    """Which sessions are active on a shard, and which closed sessions are archived."""
+
+    def touch(self, shard: int, ref: SessionRef, at: float) -> None:
+        """Record the session's last activity (epoch seconds) in its shard's index."""
+        ...
+
+    def idle(self, shard: int, before: float, limit: int = 1000) -> list[SessionRef]:
+        """The shard's sessions last active before ``before``."""
+        ...
+
+    def untrack(self, shard: int, ref: SessionRef) -> None: ...
+
+    def untrack_user(self, shard: int, scope: Scope) -> None:
+        """Drop every session of the user from the shard's index."""
+        ...
+
+    def archive(self, ref: SessionRef, retention_s: int, at: float | None = None) -> None:
+        """Keep a closed session's log for ``retention_s`` (then Redis drops it) and index it
+        as archived at ``at`` (now by default)."""
+        ...
+
+    def archived_before(self, before: float, limit: int = 10_000) -> list[SessionRef]:
+        """Sessions archived before ``before``, oldest first."""
+        ...
+
+    def archived_of(self, scope: Scope) -> list[tuple[SessionRef, float]]:
+        """The user's archived sessions with the time each was archived."""
+        ...
+
+    def unarchive(self, ref: SessionRef) -> None: ...
+
+    def unarchive_user(self, scope: Scope) -> None:
+        """Drop every session of the user from the archive index."""
+        ...
+
+
+class WriteQueues(Protocol):
+    """The long-term write queues (``QUEUE_HIGH``, ``QUEUE_LOW``), read by consumer groups."""
+
+    def ensure_group(self, queue: str, group: str) -> None:
+        """Create the consumer group (and the queue) unless it exists."""
+        ...
+
+    def enqueue(self, queue: str, payload: Mapping[str, Any]) -> str: ...
+
+    def consume(self, queue: str, group: str, consumer: str, count: int = 10,
+                block_ms: int | None = None) -> list[QueueMessage]:
+        """New entries for this consumer (each is pending until ``ack``)."""
+        ...
+
+    def ack(self, queue: str, group: str, ids: list[str]) -> int:
+        """Acknowledge and delete the entries; how many were pending."""
+        ...
+
+    def claim_stale(self, queue: str, group: str, consumer: str, min_idle_ms: int,
+                    count: int = 10) -> list[QueueMessage]:
+        """Take over entries another consumer read but did not ack within ``min_idle_ms``."""
+        ...
+
+    def depth(self, queue: str, group: str) -> QueueDepth: ...
+
+    def oldest_ids(self, queue: str, count: int) -> list[str]:
+        """The ids of the oldest ``count`` entries still queued."""
+        ...
+
+    def entries(self, queue: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every entry still queued, oldest first."""
+        ...
+
+    def remove_user(self, queue: str, scope: Scope) -> int:
+        """Delete the user's entries; how many went."""
+        ...
+
+
+class AuditLog(Protocol):
+    """Content-free audit events per user: ids, counts and actions, never text."""
+
+    def append(self, scope: Scope, **fields: str | int | float) -> str:
+        """Append an event (``InvalidInput`` for a field outside the content-free set)."""
+        ...
+
+    def read(self, scope: Scope) -> list[dict[str, str]]: ...
+
+
+class RecallLog(Protocol):
+    """Which memory ids a recall returned, per user (ids and route only)."""
+
+    def add(self, scope: Scope, memory_ids: list[str], route: str) -> None: ...
+
+    def remove(self, scope: Scope, memory_ids: set[str] | None = None) -> int:
+        """Drop the user's entries (all, or those naming ``memory_ids``); how many went."""
+        ...
+
+
+class UserRegistry(Protocol):
+    """The users with long-term memory (for sweeps across all users)."""
+
+    def register(self, scope: Scope) -> None: ...
+
+    def unregister(self, scope: Scope) -> None: ...
+
+    def all(self) -> list[Scope]:
+        """Every registered user, sorted by scope key."""
+        ...
+
+
+class FollowUpState(Protocol):
+    """Proactive follow-ups: topics' quiet-until times, outcomes per kind, and proposals
+    per session."""
+
+    def state(self, scope: Scope, ref: SessionRef | None
+              ) -> tuple[dict[str, float], dict[str, tuple[int, int]], int]:
+        """Quiet-until per topic, (used, dismissed) per kind, proposals in ``ref`` so far."""
+        ...
+
+    def proposed(self, scope: Scope, ref: SessionRef | None, topics: list[str],
+                 quiet_until: float, session_ttl_s: int) -> None: ...
+
+    def outcome(self, scope: Scope, topic: str, kind: str, outcome: str,
+                quiet_until: float) -> None: ...
+
+    def delete_user(self, scope: Scope) -> int:
+        """Remove the user's follow-up state; how many keys went."""
+        ...
+
+
+class AppendOnlyFile(Protocol):
+    """Redis's append-only file, rewritten so that deleted values leave the disk."""
+
+    def rewrite(self) -> str:
+        """Ask for a rewrite: ``started``, ``scheduled`` (after the running child),
+        ``in_progress`` (one that forked earlier runs: ask again once it ends) or ``off``."""
+        ...
+
+    def rewrite_pending(self) -> bool:
+        """True while a rewrite runs or is scheduled."""
+        ...

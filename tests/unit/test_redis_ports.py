@@ -1,0 +1,274 @@
+"""Contract tests of the Redis ports (``strata.stores.redis_ports``) against a real Redis:
+each adapter of ``RedisStore`` through its port, the key layout existing data is stored
+under, and durability of acknowledged writes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from strata.errors import InvalidInput, QueueStoreError
+from strata.models import Scope
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, parse_scope_key
+from strata.stores.redis import RedisStore
+from strata.stores.redis_server import EmbeddedRedis
+
+ALICE = Scope(tenant="acme", user="alice")
+BOB = Scope(tenant="acme", user="bob")
+S1 = SessionRef(ALICE, "s1")
+
+
+# -- the key codec -----------------------------------------------------------------------------
+
+def test_session_and_scope_keys_round_trip() -> None:
+    assert S1.key == "acme:alice:s1"
+    assert SessionRef.parse("acme:alice:s1") == S1
+    assert parse_scope_key("acme:_shared") == Scope.shared("acme")
+    assert S1.of(ALICE) and not S1.of(BOB)
+    for bad in ("acme", "acme:", ":alice", "a:b:c"):
+        with pytest.raises(InvalidInput):
+            parse_scope_key(bad)
+    with pytest.raises(InvalidInput):
+        SessionRef.parse("acme:alice:")
+
+
+def test_the_key_layout_is_what_existing_data_is_stored_under(redis_store: RedisStore) -> None:
+    redis_store.sessions.append_turns(S1, [{"n": 1}], ["t1"])
+    redis_store.sessions.put_snapshot(S1, {"x": 1}, "0-1")
+    redis_store.index.touch(3, S1, 1.0)
+    redis_store.index.archive(S1, 60)
+    redis_store.queues.enqueue(QUEUE_LOW, {"job": 1})
+    redis_store.queues.enqueue(QUEUE_HIGH, {"job": 2})
+    redis_store.audit.append(ALICE, action="delete")
+    redis_store.recalls.add(ALICE, ["m1"], "personal")
+    redis_store.users.register(ALICE)
+    redis_store.followups.proposed(ALICE, S1, ["trip"], 5.0, 60)
+    redis_store.followups.outcome(ALICE, "trip", "plan", "used", 9.0)
+    prefix = redis_store.connection.prefix
+    assert {k[len(prefix):] for k in redis_store.keys("*")} == {
+        "wal:acme:alice:s1", "turns:acme:alice:s1", "wm:acme:alice:s1", "active:3",
+        "archived", "q:ltm:low", "q:ltm:high", "audit:acme:alice", "recall-log", "users",
+        "fu:acme:alice:quiet", "fu:acme:alice:outcomes", "fu:acme:alice:s1:count"}
+
+
+# -- SessionLog --------------------------------------------------------------------------------
+
+def test_wal_appends_in_order_and_reads_after_an_id(redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    ids = [log.append(S1, {"n": i, "text": f"turn {i}"}) for i in range(3)]
+    ids += log.append_turns(S1, [{"n": 3}, {"n": 4}], ["t3", "t4"])
+    assert ids == sorted(ids) and len(set(ids)) == 5
+    assert [r["n"] for _, r in log.read(S1)] == [0, 1, 2, 3, 4]
+    assert [r["n"] for _, r in log.read(S1, after_id=ids[2])] == [3, 4]
+    assert [rid for rid, _ in log.read(S1)] == ids
+    assert log.read(SessionRef(ALICE, "other")) == []
+    assert log.read(SessionRef(BOB, "s1")) == []  # same session id, another user
+
+
+def test_turn_ids_join_in_the_wal_transaction(redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    assert not log.has_turn_id_set(S1)
+    log.append_turns(S1, [{"op": "turn"}] * 2, ["a", "b"])
+    assert log.has_turn_id_set(S1)
+    assert log.known_turn_ids(S1, ["a", "b", "c"]) == {"a", "b"}
+    assert log.known_turn_ids(S1, []) == set()
+    assert log.known_turn_ids(SessionRef(BOB, "s1"), ["a"]) == set()
+    log.add_turn_ids(S1, ["c"])
+    assert log.known_turn_ids(S1, ["c"]) == {"c"}
+
+
+def test_remove_turns_deletes_only_those_turns(redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    log.append_turns(S1, [{"op": "turn", "turn": {"turn_id": t}} for t in ("a", "b", "c")])
+    log.append(S1, {"op": "close"})
+    assert log.remove_turns(S1, {"b", "zz"}) == 1
+    assert [r.get("turn", {}).get("turn_id") for _, r in log.read(S1)] == ["a", "c", None]
+    assert log.remove_turns(S1, {"zz"}) == 0
+
+
+def test_snapshot_roundtrip_keeps_text_and_delete_removes_the_session(
+        redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    assert log.snapshot(S1) is None
+    log.append_turns(S1, [{"n": 1}], ["t1"])
+    log.put_snapshot(S1, {"summary": "我住在北京"}, "5-0")
+    assert log.snapshot(S1) == ({"summary": "我住在北京"}, "5-0")
+    assert any("我住在北京".encode() in raw for _, raw in redis_store.dump_values())
+    log.delete(S1)
+    assert (log.snapshot(S1), log.read(S1), log.has_turn_id_set(S1)) == (None, [], False)
+
+
+def test_delete_user_removes_every_session_of_that_user_only(redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    for ref in (S1, SessionRef(ALICE, "s2"), SessionRef(BOB, "s1")):
+        log.append_turns(ref, [{"n": 1}], ["t1"])
+        log.put_snapshot(ref, {}, "0")
+    assert log.delete_user(ALICE) == 6  # wal, turns and wm of two sessions
+    assert log.read(S1) == [] and log.snapshot(SessionRef(ALICE, "s2")) is None
+    assert len(log.read(SessionRef(BOB, "s1"))) == 1
+    assert log.delete_user(ALICE) == 0
+
+
+# -- SessionIndex ------------------------------------------------------------------------------
+
+def test_idle_sessions_by_shard_and_untrack(redis_store: RedisStore) -> None:
+    index = redis_store.index
+    s2, bobs = SessionRef(ALICE, "s2"), SessionRef(BOB, "s1")
+    index.touch(0, S1, 10.0)
+    index.touch(0, s2, 30.0)
+    index.touch(0, bobs, 5.0)
+    index.touch(1, SessionRef(ALICE, "elsewhere"), 1.0)
+    assert index.idle(0, before=20.0) == [bobs, S1]  # oldest first
+    assert index.idle(0, before=20.0, limit=1) == [bobs]
+    index.untrack(0, bobs)
+    index.touch(0, S1, 40.0)  # active again
+    assert index.idle(0, before=35.0) == [s2]
+    index.untrack_user(0, ALICE)
+    assert index.idle(0, before=100.0) == []
+    assert index.idle(1, before=100.0) == [SessionRef(ALICE, "elsewhere")]
+
+
+def test_archive_expires_the_session_and_indexes_it(redis_store: RedisStore) -> None:
+    log, index = redis_store.sessions, redis_store.index
+    log.append_turns(S1, [{"n": 1}], ["t1"])
+    log.put_snapshot(S1, {}, "0")
+    index.archive(S1, 600, at=100.0)
+    index.archive(SessionRef(ALICE, "s2"), 600, at=200.0)
+    index.archive(SessionRef(BOB, "s1"), 600, at=50.0)
+    client, key = redis_store.connection.client, redis_store.connection.key
+    assert all(0 < client.ttl(key(f"{kind}:acme:alice:s1")) <= 600
+               for kind in ("wal", "wm", "turns"))
+    assert index.archived_before(150.0) == [SessionRef(BOB, "s1"), S1]
+    assert sorted(index.archived_of(ALICE), key=lambda r: r[1]) == [
+        (S1, 100.0), (SessionRef(ALICE, "s2"), 200.0)]
+    index.unarchive(S1)
+    assert index.archived_before(150.0) == [SessionRef(BOB, "s1")]
+    index.unarchive_user(ALICE)
+    assert index.archived_of(ALICE) == []
+    assert index.archived_before(1e12) == [SessionRef(BOB, "s1")]
+
+
+# -- WriteQueues -------------------------------------------------------------------------------
+
+def test_queue_consume_ack_removes_the_payload(redis_store: RedisStore) -> None:
+    queues = redis_store.queues
+    queues.ensure_group(QUEUE_LOW, "extractors")
+    queues.ensure_group(QUEUE_LOW, "extractors")  # idempotent
+    ids = [queues.enqueue(QUEUE_LOW, {"job": i}) for i in range(3)]
+    assert queues.depth(QUEUE_LOW, "extractors").backlog == 3
+    assert queues.oldest_ids(QUEUE_LOW, 2) == ids[:2]
+    got = queues.consume(QUEUE_LOW, "extractors", "w1", count=2)
+    assert [m.payload["job"] for m in got] == [0, 1] and got[0].deliveries == 1
+    depth = queues.depth(QUEUE_LOW, "extractors")
+    assert (depth.length, depth.pending, depth.lag, depth.backlog) == (3, 2, 1, 3)
+    assert queues.ack(QUEUE_LOW, "extractors", [m.id for m in got]) == 2
+    assert queues.ack(QUEUE_LOW, "extractors", []) == 0
+    assert [p["job"] for _, p in queues.entries(QUEUE_LOW)] == [2]
+    assert queues.depth(QUEUE_LOW, "extractors").backlog == 1
+    assert queues.depth(QUEUE_HIGH, "extractors").backlog == 0  # no stream yet
+
+
+def test_a_crashed_consumers_entries_are_claimed_with_their_delivery_count(
+        redis_store: RedisStore) -> None:
+    queues = redis_store.queues
+    queues.ensure_group(QUEUE_LOW, "g")
+    queues.enqueue(QUEUE_LOW, {"job": "x"})
+    taken = queues.consume(QUEUE_LOW, "g", "dead-worker")
+    assert len(taken) == 1
+    assert queues.consume(QUEUE_LOW, "g", "w2") == []  # not redelivered as new
+    assert queues.claim_stale(QUEUE_LOW, "g", "w2", min_idle_ms=60_000) == []  # not stale yet
+    claimed = queues.claim_stale(QUEUE_LOW, "g", "w2", min_idle_ms=0)
+    assert [(m.id, m.payload, m.deliveries) for m in claimed] == [(taken[0].id, {"job": "x"}, 2)]
+
+
+def test_remove_user_drops_only_that_users_jobs(redis_store: RedisStore) -> None:
+    queues = redis_store.queues
+    for scope in (ALICE, BOB, ALICE, Scope(tenant="other", user="alice")):
+        queues.enqueue(QUEUE_LOW, {"tenant": scope.tenant, "user_id": scope.user})
+    assert queues.remove_user(QUEUE_LOW, ALICE) == 2
+    assert [(p["tenant"], p["user_id"]) for _, p in queues.entries(QUEUE_LOW)] == [
+        ("acme", "bob"), ("other", "alice")]
+    assert queues.remove_user(QUEUE_LOW, ALICE) == 0
+
+
+# -- AuditLog, RecallLog, UserRegistry, FollowUpState, AppendOnlyFile --------------------------
+
+def test_audit_is_content_free_and_per_user(redis_store: RedisStore) -> None:
+    audit = redis_store.audit
+    audit.append(ALICE, action="delete", memory_id="m1", count=1)
+    with pytest.raises(InvalidInput, match="content-free"):
+        audit.append(ALICE, action="delete", text="I am allergic to peanuts")
+    assert audit.read(ALICE) == [{"action": "delete", "memory_id": "m1", "count": "1"}]
+    assert audit.read(BOB) == []
+    assert not any(b"peanuts" in raw for _, raw in redis_store.dump_values())
+
+
+def test_recall_log_removal_by_user_and_by_memory(redis_store: RedisStore) -> None:
+    recalls = redis_store.recalls
+    recalls.add(ALICE, ["m1", "m2"], "personal")
+    recalls.add(ALICE, ["m3"], "knowledge")
+    recalls.add(BOB, ["m1"], "personal")
+    assert recalls.remove(ALICE, {"m2", "zz"}) == 1
+    assert recalls.remove(ALICE, {"m2"}) == 0
+    assert recalls.remove(ALICE) == 1
+    assert recalls.remove(BOB, {"m1"}) == 1
+
+
+def test_user_registry(redis_store: RedisStore) -> None:
+    users = redis_store.users
+    for scope in (BOB, ALICE, ALICE, Scope.shared("acme")):
+        users.register(scope)
+    assert users.all() == [Scope.shared("acme"), ALICE, BOB]
+    users.unregister(ALICE)
+    assert users.all() == [Scope.shared("acme"), BOB]
+
+
+def test_follow_up_state(redis_store: RedisStore) -> None:
+    fu = redis_store.followups
+    assert fu.state(ALICE, S1) == ({}, {}, 0)
+    fu.proposed(ALICE, S1, ["trip", "task:x"], 100.0, 60)
+    fu.proposed(ALICE, None, ["other"], 50.0, 60)
+    fu.outcome(ALICE, "trip", "plan", "used", 1e9)
+    fu.outcome(ALICE, "task:x", "open_task", "dismissed", 200.0)
+    fu.outcome(ALICE, "other", "plan", "dismissed", 300.0)
+    assert fu.state(ALICE, S1) == ({"trip": 1e9, "task:x": 200.0, "other": 300.0},
+                                   {"plan": (1, 1), "open_task": (0, 1)}, 2)
+    assert fu.state(ALICE, SessionRef(ALICE, "s2"))[2] == 0
+    assert fu.state(BOB, None) == ({}, {}, 0)
+    assert fu.delete_user(ALICE) == 3  # quiet, outcomes, the session's count
+    assert fu.state(ALICE, S1) == ({}, {}, 0)
+
+
+def test_aof_rewrite(redis_store: RedisStore) -> None:
+    aof = redis_store.aof
+    assert aof.rewrite() in ("started", "scheduled", "in_progress")  # the test server has AOF
+    for _ in range(200):
+        if not aof.rewrite_pending():
+            break
+        time.sleep(0.05)
+    assert not aof.rewrite_pending()
+
+
+# -- the connection ----------------------------------------------------------------------------
+
+def test_acknowledged_writes_survive_a_killed_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server = EmbeddedRedis(tmp_path / "r").start()
+    store = RedisStore(server.url)
+    acked = [store.sessions.append(S1, {"n": i}) for i in range(50)]
+    server.kill()  # SIGKILL: no shutdown save, AOF is all there is
+    store.close()
+    with pytest.raises(QueueStoreError):
+        RedisStore(server.url).ping()
+    restarted = EmbeddedRedis(tmp_path / "r", port=server.port).start()
+    try:
+        again = RedisStore(restarted.url)
+        assert [rid for rid, _ in again.sessions.read(S1)] == acked
+        again.close()
+    finally:
+        restarted.stop()
+
+
+def test_missing_binary_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(QueueStoreError, match="redis-server not found"):
+        EmbeddedRedis(tmp_path, binary=str(tmp_path / "nope")).start()
