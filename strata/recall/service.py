@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +37,7 @@ from strata.models import (
     Scope,
     SearchHit,
     StoredRecord,
+    Turn,
     context_name,
     utcnow,
 )
@@ -55,7 +56,21 @@ __all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "
 logger = logging.getLogger(__name__)
 
 
-WorkingSnapshot = Any  # strata.shard.models.WorkingMemoryView (duck-typed to avoid a cycle)
+class WorkingSnapshot(Protocol):
+    """What recall reads of a session's working memory (``strata.shard.models``'
+    ``WorkingMemoryView`` is one; the shard's models build on this module, not the reverse)."""
+
+    @property
+    def window(self) -> Sequence[Turn]: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def pinned(self) -> Sequence[Turn]: ...
+
+    @property
+    def task_state(self) -> dict[str, Any]: ...
 
 
 class LayerCandidates(BaseModel):
