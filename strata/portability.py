@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput
 from strata.extract.pii import find_pii
-from strata.models import MemoryItem, check_id, check_name
+from strata.models import MemoryItem, check_fact_key, check_id, check_scope_tags
 
 __all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "ExportHeader", "ImportCounts", "MemoryLine",
            "ParsedExport", "by_user", "export_lines", "header_line", "memory_lines",
@@ -75,15 +75,8 @@ class MemoryLine(MemoryItem):
     def _user(cls, value: str) -> str:
         return check_id("user_id", value)
 
-    @field_validator("key")
-    @classmethod
-    def _name(cls, value: str | None) -> str | None:
-        return None if value is None else check_name("key", value)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [check_name("scope tag", tag) for tag in value]
+    _name = field_validator("key")(check_fact_key)
+    _tags = field_validator("scope_tags")(check_scope_tags)
 
     def item(self) -> MemoryItem:
         return MemoryItem.model_validate(self.model_dump(exclude={"user_id"}))

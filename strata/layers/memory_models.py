@@ -13,8 +13,9 @@ from strata.models import (
     MemoryKind,
     Source,
     Visibility,
-    check_id,
-    check_name,
+    check_fact_key,
+    check_scope_tags,
+    check_session_id,
     context_name,
 )
 
@@ -43,20 +44,9 @@ class MemoryCreate(BaseModel):
         "and shared_with); default: shared, private when source is inferred"))
     shared_with: list[AgentName] = Field(default_factory=list, max_length=50)
 
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        return None if value is None else check_name("key", value)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [check_name("scope tag", tag) for tag in value]
-
-    @field_validator("session_id")
-    @classmethod
-    def _session_id(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("session_id", value)
+    _key = field_validator("key")(check_fact_key)
+    _tags = field_validator("scope_tags")(check_scope_tags)
+    _session_id = field_validator("session_id")(check_session_id)
 
 
 class MemoryPatch(BaseModel):
@@ -75,10 +65,7 @@ class MemoryPatch(BaseModel):
     visibility: Visibility | None = None
     shared_with: list[AgentName] | None = Field(default=None, max_length=50)
 
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else [check_name("scope tag", tag) for tag in value]
+    _tags = field_validator("scope_tags")(check_scope_tags)
 
     @field_validator("context")
     @classmethod
