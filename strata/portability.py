@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput
@@ -60,20 +67,10 @@ class MemoryLine(MemoryItem):
     user_id: str
     text: str = Field(min_length=1, max_length=MAX_TEXT)
 
-    @field_validator("id")
+    @field_validator("id", "superseded_by", "user_id")
     @classmethod
-    def _id(cls, value: str) -> str:
-        return check_id("id", value)
-
-    @field_validator("superseded_by")
-    @classmethod
-    def _successor(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("superseded_by", value)
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return check_id("user_id", value)
+    def _ids(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_id(str(info.field_name), value)
 
     _name = field_validator("key")(check_fact_key)
     _tags = field_validator("scope_tags")(check_scope_tags)
