@@ -32,11 +32,8 @@ __all__ = [
     "Turn",
     "Visibility",
     "check_agent",
-    "check_fact_key",
     "check_id",
     "check_name",
-    "check_scope_tags",
-    "check_session_id",
     "context_name",
     "is_visible",
     "utcnow",
@@ -300,23 +297,6 @@ class RecordFilter(BaseModel):
 def check_agent(value: str | None) -> str | None:
     """An agent's name: an identifier (letters, digits, ``._@+-``)."""
     return None if value is None else check_id("agent", value)
-
-
-# the rules of fields several request bodies share, as validators
-# (``_key = field_validator("key")(check_fact_key)``): they run after the field's own checks
-def check_fact_key(value: str | None) -> str | None:
-    """A fact's key: a name (``check_name``)."""
-    return None if value is None else check_name("key", value)
-
-
-def check_scope_tags(value: list[str] | None) -> list[str] | None:
-    """Scope tags: each a name (``check_name``)."""
-    return None if value is None else [check_name("scope tag", tag) for tag in value]
-
-
-def check_session_id(value: str | None) -> str | None:
-    """A session id: an identifier (``check_id``)."""
-    return None if value is None else check_id("session_id", value)
 
 
 def context_name(value: str | None) -> str | None:

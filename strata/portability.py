@@ -34,7 +34,8 @@ from pydantic import (
 from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput
 from strata.extract.pii import find_pii
-from strata.models import MemoryItem, check_fact_key, check_id, check_scope_tags
+from strata.layers.memory_models import check_fact_key, check_scope_tags
+from strata.models import MemoryItem, check_id
 
 __all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "ExportHeader", "ImportCounts", "MemoryLine",
            "ParsedExport", "by_user", "export_lines", "header_line", "memory_lines",

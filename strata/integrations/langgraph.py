@@ -374,13 +374,12 @@ class StrataStore(BaseStore):
 
 @dataclass(frozen=True)
 class _Done(Generic[T]):
-    """A plan's result, once it needs no more calls."""
-
-    value: T
+    value: T  # a plan's result, once it needs no more calls
 
 
 def _step(plan: Plan[T], answer: Any) -> _Call | _Done[T]:
-    """Give ``plan`` the last call's answer: its next call, or its result."""
+    """Give ``plan`` the last call's answer: its next call, or its result (``_run`` and
+    ``_arun`` carry a plan out so with the sync and the async client)."""
     try:
         return plan.send(answer)
     except StopIteration as done:
@@ -388,7 +387,6 @@ def _step(plan: Plan[T], answer: Any) -> _Call | _Done[T]:
 
 
 def _run(plan: Plan[T], client: Client) -> T:
-    """Carry a plan out with the sync client."""
     step = _step(plan, None)
     while isinstance(step, _Call):
         step = _step(plan, getattr(client, step.method)(*step.args, **step.kwargs))
@@ -396,7 +394,6 @@ def _run(plan: Plan[T], client: Client) -> T:
 
 
 async def _arun(plan: Plan[T], client: AsyncClient) -> T:
-    """Carry a plan out with the async client."""
     step = _step(plan, None)
     while isinstance(step, _Call):
         step = _step(plan, await getattr(client, step.method)(*step.args, **step.kwargs))

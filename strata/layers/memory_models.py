@@ -13,13 +13,30 @@ from strata.models import (
     MemoryKind,
     Source,
     Visibility,
-    check_fact_key,
-    check_scope_tags,
-    check_session_id,
+    check_id,
+    check_name,
     context_name,
 )
 
-__all__ = ["MemoryCreate", "MemoryPatch"]
+__all__ = ["MemoryCreate", "MemoryPatch", "check_fact_key", "check_scope_tags",
+           "check_session_id"]
+
+
+# rules of fields these bodies share with a memory's import line and a follow-up request, as
+# validators (``_key = field_validator("key")(check_fact_key)``): after the field's own checks
+def check_fact_key(value: str | None) -> str | None:
+    """A fact's key: a name (``check_name``)."""
+    return None if value is None else check_name("key", value)
+
+
+def check_scope_tags(value: list[str] | None) -> list[str] | None:
+    """Scope tags: each a name (``check_name``)."""
+    return None if value is None else [check_name("scope tag", tag) for tag in value]
+
+
+def check_session_id(value: str | None) -> str | None:
+    """A session id: an identifier (``check_id``)."""
+    return None if value is None else check_id("session_id", value)
 
 
 class MemoryCreate(BaseModel):

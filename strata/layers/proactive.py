@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.models import Provenance, StoredRecord, check_session_id
+from strata.layers.memory_models import check_session_id
+from strata.models import Provenance, StoredRecord
 
 __all__ = ["OPEN_KEYS", "FollowUp", "FollowUpFeedback", "FollowUpPolicy", "FollowUpRequest",
            "choose", "from_plans", "from_task_states"]
