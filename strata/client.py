@@ -187,6 +187,30 @@ def _unreachable(base_url: httpx.URL, exc: httpx.TransportError) -> errors.Backe
         f"cannot reach Strata at {base_url}: {type(exc).__name__}: {exc}")
 
 
+_Outcome = httpx.Response | httpx.TransportError
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What one attempt decided: wait ``wait`` seconds and send again, or (``wait`` None)
+    the request is answered with ``answer``."""
+
+    wait: float | None
+    answer: Any = None
+
+
+def _settle(policy: RetryPolicy, retry: int, request: _Request, outcome: _Outcome,
+            base_url: httpx.URL) -> _Step:
+    """The retry loop's decision, shared by both clients (only sending and sleeping differ):
+    send again after a wait, answer with the response, or raise its error."""
+    wait = _next_wait(policy, retry, request, outcome)
+    if wait is not None:
+        return _Step(wait)
+    if isinstance(outcome, httpx.TransportError):
+        raise _unreachable(base_url, outcome) from outcome
+    return _Step(None, _read(outcome, request.text))
+
+
 def _clean(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v
             for k, v in body.items() if v is not None}
@@ -402,6 +426,13 @@ def _content_type(request: _Request) -> dict[str, str] | None:
     return {"Content-Type": MEDIA_TYPE} if request.content is not None else None
 
 
+def _http_args(request: _Request) -> dict[str, Any]:
+    """``request`` as the arguments of ``httpx.Client.request`` (and the async one)."""
+    return {"method": request.method, "url": request.path, "json": request.json,
+            "params": request.params, "content": request.content,
+            "headers": _content_type(request)}
+
+
 class Client(_Api):
     """Synchronous client: ``Client("http://127.0.0.1:8000", api_key="dev")``.
 
@@ -418,20 +449,18 @@ class Client(_Api):
     def _send(self, request: _Request) -> Any:
         retry = 0
         while True:
-            try:
-                resp = self._http.request(request.method, request.path, json=request.json,
-                                          params=request.params, content=request.content,
-                                          headers=_content_type(request))
-            except httpx.TransportError as exc:
-                wait = _next_wait(self.retry, retry, request, exc)
-                if wait is None:
-                    raise _unreachable(self._http.base_url, exc) from exc
-            else:
-                wait = _next_wait(self.retry, retry, request, resp)
-                if wait is None:
-                    return _read(resp, request.text)
-            time.sleep(wait)
+            step = _settle(self.retry, retry, request, self._attempt(request),
+                           self._http.base_url)
+            if step.wait is None:
+                return step.answer
+            time.sleep(step.wait)
             retry += 1
+
+    def _attempt(self, request: _Request) -> _Outcome:
+        try:
+            return self._http.request(**_http_args(request))
+        except httpx.TransportError as exc:
+            return exc
 
     def _send_each(self, requests: list[_Request],
                    combine: Callable[[list[Any]], Any]) -> Any:
@@ -462,23 +491,20 @@ class AsyncClient(_Api):
         async def send() -> Any:
             retry = 0
             while True:
-                try:
-                    resp = await self._http.request(
-                        request.method, request.path, json=request.json,
-                        params=request.params, content=request.content,
-                        headers=_content_type(request))
-                except httpx.TransportError as exc:
-                    wait = _next_wait(self.retry, retry, request, exc)
-                    if wait is None:
-                        raise _unreachable(self._http.base_url, exc) from exc
-                else:
-                    wait = _next_wait(self.retry, retry, request, resp)
-                    if wait is None:
-                        return _read(resp, request.text)
-                await asyncio.sleep(wait)
+                step = _settle(self.retry, retry, request, await self._attempt(request),
+                               self._http.base_url)
+                if step.wait is None:
+                    return step.answer
+                await asyncio.sleep(step.wait)
                 retry += 1
 
         return send()
+
+    async def _attempt(self, request: _Request) -> _Outcome:
+        try:
+            return await self._http.request(**_http_args(request))
+        except httpx.TransportError as exc:
+            return exc
 
     def _send_each(self, requests: list[_Request],
                    combine: Callable[[list[Any]], Any]) -> Awaitable[Any]:

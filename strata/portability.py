@@ -22,12 +22,20 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from strata.auth import Principal
 from strata.errors import Forbidden, InvalidInput
 from strata.extract.pii import find_pii
-from strata.models import MemoryItem, check_id, check_name
+from strata.layers.memory_models import check_fact_key, check_scope_tags
+from strata.models import MemoryItem, check_id
 
 __all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "ExportHeader", "ImportCounts", "MemoryLine",
            "ParsedExport", "by_user", "export_lines", "header_line", "memory_lines",
@@ -60,30 +68,13 @@ class MemoryLine(MemoryItem):
     user_id: str
     text: str = Field(min_length=1, max_length=MAX_TEXT)
 
-    @field_validator("id")
+    @field_validator("id", "superseded_by", "user_id")
     @classmethod
-    def _id(cls, value: str) -> str:
-        return check_id("id", value)
+    def _ids(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_id(str(info.field_name), value)
 
-    @field_validator("superseded_by")
-    @classmethod
-    def _successor(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("superseded_by", value)
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return check_id("user_id", value)
-
-    @field_validator("key")
-    @classmethod
-    def _name(cls, value: str | None) -> str | None:
-        return None if value is None else check_name("key", value)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [check_name("scope tag", tag) for tag in value]
+    _name = field_validator("key")(check_fact_key)
+    _tags = field_validator("scope_tags")(check_scope_tags)
 
     def item(self) -> MemoryItem:
         return MemoryItem.model_validate(self.model_dump(exclude={"user_id"}))

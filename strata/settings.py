@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from strata.models import check_agent
+from strata.recall.recipes import RECIPES
 
 __all__ = ["ApiKey", "Settings"]
 
@@ -134,8 +135,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _known_recipes(self) -> Settings:
-        from strata.recall.recipes import RECIPES  # the recipes are data; no cycle at import
-
         named = [k.recipe for k in self.api_keys.values() if k.recipe]
         unknown = sorted({r for r in [*named, *self.tenant_recipes.values()] if r not in RECIPES})
         if unknown:

@@ -27,8 +27,9 @@ from serve_app.routes.deps import Caller
 from strata.auth import scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.models import Layer, RecallRequest, RecallResponse, Scope
+from strata.recall.assembly import LayerCandidates, assemble, working_only
 from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
-from strata.recall.service import LayerCandidates, RecallService, assemble, working_only
+from strata.recall.service import RecallService
 from strata.shard.models import MemoryAnswer
 from strata.stores.ports import QueryEmbedding
 from strata.stores.snapshot import KnowledgeSnapshot

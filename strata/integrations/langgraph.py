@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
@@ -372,25 +372,29 @@ class StrataStore(BaseStore):
         return sorted(found)[op.offset:op.offset + op.limit]
 
 
+@dataclass(frozen=True)
+class _Done(Generic[T]):
+    value: T  # a plan's result, once it needs no more calls
+
+
+def _step(plan: Plan[T], answer: Any) -> _Call | _Done[T]:
+    """Give ``plan`` the last call's answer: its next call, or its result (``_run`` and
+    ``_arun`` carry a plan out so with the sync and the async client)."""
+    try:
+        return plan.send(answer)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
 def _run(plan: Plan[T], client: Client) -> T:
-    """Carry a plan out with the sync client."""
-    answer: Any = None
-    while True:
-        try:
-            call = plan.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        answer = getattr(client, call.method)(*call.args, **call.kwargs)
+    step = _step(plan, None)
+    while isinstance(step, _Call):
+        step = _step(plan, getattr(client, step.method)(*step.args, **step.kwargs))
+    return step.value
 
 
 async def _arun(plan: Plan[T], client: AsyncClient) -> T:
-    """Carry a plan out with the async client."""
-    answer: Any = None
-    while True:
-        try:
-            call = plan.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        answer = await getattr(client, call.method)(*call.args, **call.kwargs)
+    step = _step(plan, None)
+    while isinstance(step, _Call):
+        step = _step(plan, await getattr(client, step.method)(*step.args, **step.kwargs))
+    return step.value

@@ -18,7 +18,25 @@ from strata.models import (
     context_name,
 )
 
-__all__ = ["MemoryCreate", "MemoryPatch"]
+__all__ = ["MemoryCreate", "MemoryPatch", "check_fact_key", "check_scope_tags",
+           "check_session_id"]
+
+
+# rules of fields these bodies share with a memory's import line and a follow-up request, as
+# validators (``_key = field_validator("key")(check_fact_key)``): after the field's own checks
+def check_fact_key(value: str | None) -> str | None:
+    """A fact's key: a name (``check_name``)."""
+    return None if value is None else check_name("key", value)
+
+
+def check_scope_tags(value: list[str] | None) -> list[str] | None:
+    """Scope tags: each a name (``check_name``)."""
+    return None if value is None else [check_name("scope tag", tag) for tag in value]
+
+
+def check_session_id(value: str | None) -> str | None:
+    """A session id: an identifier (``check_id``)."""
+    return None if value is None else check_id("session_id", value)
 
 
 class MemoryCreate(BaseModel):
@@ -43,20 +61,9 @@ class MemoryCreate(BaseModel):
         "and shared_with); default: shared, private when source is inferred"))
     shared_with: list[AgentName] = Field(default_factory=list, max_length=50)
 
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        return None if value is None else check_name("key", value)
-
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        return [check_name("scope tag", tag) for tag in value]
-
-    @field_validator("session_id")
-    @classmethod
-    def _session_id(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("session_id", value)
+    _key = field_validator("key")(check_fact_key)
+    _tags = field_validator("scope_tags")(check_scope_tags)
+    _session_id = field_validator("session_id")(check_session_id)
 
 
 class MemoryPatch(BaseModel):
@@ -75,10 +82,7 @@ class MemoryPatch(BaseModel):
     visibility: Visibility | None = None
     shared_with: list[AgentName] | None = Field(default=None, max_length=50)
 
-    @field_validator("scope_tags")
-    @classmethod
-    def _tags(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else [check_name("scope tag", tag) for tag in value]
+    _tags = field_validator("scope_tags")(check_scope_tags)
 
     @field_validator("context")
     @classmethod

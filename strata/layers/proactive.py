@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.models import Provenance, StoredRecord, check_id
+from strata.layers.memory_models import check_session_id
+from strata.models import Provenance, StoredRecord
 
 __all__ = ["OPEN_KEYS", "FollowUp", "FollowUpFeedback", "FollowUpPolicy", "FollowUpRequest",
            "choose", "from_plans", "from_task_states"]
@@ -60,10 +61,7 @@ class FollowUpRequest(BaseModel):
         "the session that is starting: its proposals count against the per-session cap"))
     limit: int = Field(default=2, ge=1, le=10)
 
-    @field_validator("session_id")
-    @classmethod
-    def _sid(cls, value: str | None) -> str | None:
-        return None if value is None else check_id("session_id", value)
+    _sid = field_validator("session_id")(check_session_id)
 
 
 class FollowUpFeedback(BaseModel):

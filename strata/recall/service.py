@@ -1,11 +1,12 @@
-"""RecallService: route → query layers → fuse → dedup → fit the budget.
+"""RecallService: route → query layers → score; the fusion into a context is
+``strata.recall.assembly``.
 
-Plain class, in two halves so that each runs where its data is: ``search_layers`` scores
-the candidates of some layers over one vector store (a user's shard runs it over its hot
-index for the personal layers; the ingress over Milvus for the knowledge base), and
-``assemble`` fuses every layer's candidates with the working memory into the budgeted
-context. ``recall`` does both in one process (the previous path, and tests). Every store
-call carries the caller's scope (knowledge uses the tenant's shared scope).
+Two halves, so that each runs where its data is: ``search_layers`` scores the candidates of
+some layers over one vector store (a user's shard runs it over its hot index for the
+personal layers; the ingress over Milvus for the knowledge base), and ``assemble``
+(``strata.recall.assembly``) fuses every layer's candidates with the working memory into
+the budgeted context. ``recall`` does both in one process (the previous path, and tests).
+Every store call carries the caller's scope (knowledge uses the tenant's shared scope).
 """
 
 from __future__ import annotations
@@ -17,54 +18,35 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from strata.errors import InvalidInput, StrataError
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.pii import redact
 from strata.layers.corrections import corrections_of
 from strata.layers.records import from_record
 from strata.models import (
-    LONG_TERM,
     Collection,
     Layer,
-    MemoryItem,
     MemoryStatus,
-    RecallItem,
     RecallRequest,
     RecallResponse,
     RecordFilter,
     Scope,
     SearchHit,
     StoredRecord,
-    context_name,
     utcnow,
 )
-from strata.recall.context import ContextBuilder, correction_label, label
+from strata.recall.assembly import LayerCandidates, WorkingSnapshot, assemble, memory_context
 from strata.recall.granularity import TermsOf, fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
-from strata.recall.scoring import ScoredItem, collapse_copies, dedup, score_hits
+from strata.recall.scoring import ScoredItem, score_hits
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
-__all__ = ["LONG_TERM", "LayerCandidates", "RecallService", "WorkingSnapshot", "assemble",
-           "could_pass", "decide_route", "select_candidates", "working_only"]
+__all__ = ["RecallService", "correction_items", "decide_route"]
 
 logger = logging.getLogger(__name__)
-
-
-WorkingSnapshot = Any  # strata.shard.models.WorkingMemoryView (duck-typed to avoid a cycle)
-
-
-class LayerCandidates(BaseModel):
-    """The scored candidates of some layers, how long each layer took, and whether a layer's
-    store was down."""
-
-    candidates: list[ScoredItem] = Field(default_factory=list)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    degraded: bool = False
 
 
 def _item(layer: Layer, record: StoredRecord) -> ScoredItem:
@@ -257,137 +239,3 @@ def correction_items(records: Mapping[str, StoredRecord]) -> dict[str, ScoredIte
     """The user's corrections (``strata.layers.corrections``) as items, by chunk id."""
     return {chunk: _item(Layer.FACTS, r).model_copy(update={"text": redact(str(
         r.payload.get("value") or r.text))}) for chunk, r in records.items()}
-
-
-def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSnapshot | None,
-             found: LayerCandidates, recipe: RecallRecipe,
-             most_used: Callable[[], list[ScoredItem]],
-             corrections: Mapping[str, ScoredItem] | None = None) -> RecallResponse:
-    """Fuse the candidates of every layer into the budgeted context: select (relaxing once),
-    fall back to the most-used facts, dedup, fit the budget, label. A knowledge chunk this
-    user corrected goes in with the correction under it, or not at all."""
-    candidates = found.candidates
-    corrections = corrections or {}
-    ranked, relaxed = select_candidates(candidates, recipe)
-    ranked = in_context(ranked, request.context, request.context_only)
-    shown = {i.id for i in ranked if i.layer == Layer.KNOWLEDGE}  # their corrections go under them
-    under = {c.id for chunk, c in corrections.items() if chunk in shown}
-    ranked = [i for i in ranked if i.id not in under or i.layer != Layer.FACTS]
-    fallback = False
-    searched = [layer for layer in decision.layers if layer != Layer.WORKING]
-    if not ranked and any(layer in LONG_TERM for layer in searched) and not found.degraded:
-        ranked, fallback = most_used(), True
-    builder = ContextBuilder(request.budget_tokens)
-    if working is not None and Layer.WORKING in decision.layers:
-        builder.add_working(working.window, working.summary, working.pinned,
-                            working.task_state)
-    added = 0  # the best top_k items that fit the budget (a long one is skipped)
-    covered: set[tuple[str | None, str]] = set()  # source turns already in the context
-    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard):
-        if added == request.top_k:
-            break
-        sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
-        if sources and sources <= covered:
-            continue  # says again what a better item from the same turns said
-        knowledge = item.layer == Layer.KNOWLEDGE
-        block = "knowledge" if knowledge else "long_term"
-        correction = corrections.get(item.id) if knowledge else None
-        line = label(item) if correction is None else (
-            f"{label(item)}\n{correction_label(correction)}")
-        if builder.add(block, line, item):
-            added += 1
-            covered |= sources
-            if correction is not None:
-                builder.included.append(correction)
-    items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
-                        created_at=i.created_at, confidence=i.confidence, source=i.source,
-                        provenance=i.provenance, context=i.context) for i in builder.included]
-    debug = None
-    if request.debug:
-        debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
-                 "threshold": recipe.threshold, "recipe": recipe.name,
-                 "context_tokens": builder.tokens(),
-                 "context": request.context, "agent": request.agent,
-                 "candidates": [c.model_dump(mode="json", include={
-                     "id", "layer", "kind", "text", "score", "parts", "context"})
-                     for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
-    return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
-                          layers=decision.layers, degraded=found.degraded,
-                          timings_ms={k: round(v, 2) for k, v in found.timings_ms.items()},
-                          debug=debug)
-
-
-def working_only(request: RecallRequest, working: WorkingSnapshot | None) -> RecallResponse:
-    """The answer when the long-term stores cannot be searched at all: the session's working
-    memory alone (if there is one), marked degraded, rather than an error."""
-    builder = ContextBuilder(request.budget_tokens)
-    if working is not None:
-        builder.add_working(working.window, working.summary, working.pinned,
-                            working.task_state)
-    return RecallResponse(context=builder.render(), items=[], route="degraded",
-                          layers=[Layer.WORKING] if working is not None else [], degraded=True)
-
-
-CONTEXT_BOOST = 1.25  # the current context's memories rank as if they scored this much more
-
-
-def memory_context(memory: MemoryItem) -> str | None:
-    """The project / business line a memory belongs to: its context, else the project its
-    sentence named (a ``project:`` scope tag)."""
-    if memory.context:
-        return memory.context
-    tag = next((t for t in memory.scope_tags if t.startswith("project:")), None)
-    return context_name(tag.split(":", 1)[1]) if tag and tag[8:].strip() else None
-
-
-def in_context(ranked: list[ScoredItem], context: str | None,
-               only: bool = False) -> list[ScoredItem]:
-    """Scored for the current project / business line: its memories score
-    ``CONTEXT_BOOST`` times more, those of no context keep their score, and another
-    context's are capped below the lowest of those, so they never outrank the current one's
-    (``only``: left out). The new scores order the context and decide which of two
-    near-duplicates stays (Java in project X over Python in general)."""
-    if context is None:
-        return ranked
-
-    def other(item: ScoredItem) -> bool:
-        return item.context is not None and item.context != context
-
-    mine = [i.model_copy(update={"score": i.score * CONTEXT_BOOST}) if i.context == context
-            else i for i in ranked if not other(i)]
-    floor = min((i.score for i in mine), default=None)
-    rest = [] if only else [i if floor is None else i.model_copy(update={
-        "score": min(i.score, floor * 0.99)}) for i in ranked if other(i)]
-    return sorted([*mine, *rest], key=lambda i: i.score, reverse=True)
-
-
-RELAXED = 0.5  # the relaxed pass halves both thresholds (the similarity one down to a floor)
-
-
-def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELAXED) -> bool:
-    """Whether the candidate passes the thresholds (relaxed by ``factor``; for a knowledge
-    chunk the similarity threshold never below ``recipe.relaxed_floor``): one that does not
-    at the relaxed level can never reach a context. The user's own memories keep the plain
-    relaxation: MiniLM scores "I'm allergic to peanuts" against "what should I cook for
-    dinner?" 0.13, as low as documentation against "anything?", and that is the memory the
-    relaxed pass exists for."""
-    floor = recipe.relaxed_floor if candidate.layer == Layer.KNOWLEDGE else 0.0
-    min_similarity = max(recipe.min_similarity * factor, min(recipe.min_similarity, floor))
-    return (candidate.score >= recipe.threshold * factor
-            and candidate.parts.get("relevance", 0.0) >= min_similarity)
-
-
-def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
-            ) -> tuple[list[ScoredItem], bool]:
-    """Relevant enough (similarity) and above the score threshold; if nothing passes,
-    relax both once (halved), keeping the similarity floor: a query that matches nothing
-    ("anything?") recalls nothing rather than the least unrelated chunks."""
-    ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-
-    def passing(factor: float) -> list[ScoredItem]:
-        return [c for c in ranked if could_pass(c, recipe, factor)]
-
-    passed = passing(1.0)
-    if passed or not ranked:
-        return passed, False
-    return passing(RELAXED), True

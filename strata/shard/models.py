@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata.models import AgentName, ContextName, Turn
+from strata.recall.assembly import LayerCandidates
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem
-from strata.recall.service import LayerCandidates
 
 __all__ = ["CloseAck", "IntentResult", "MemoryAnswer", "SweepReport", "TurnAck", "TurnIn",
            "WorkingMemoryView"]

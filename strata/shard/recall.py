@@ -10,18 +10,11 @@ from collections.abc import Callable
 
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
-from strata.models import Layer, RecallRequest, Scope
+from strata.models import LONG_TERM, Layer, RecallRequest, Scope
+from strata.recall.assembly import LayerCandidates, could_pass, select_candidates
 from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
-from strata.recall.service import (
-    LONG_TERM,
-    LayerCandidates,
-    RecallService,
-    correction_items,
-    could_pass,
-    decide_route,
-    select_candidates,
-)
+from strata.recall.service import RecallService, correction_items, decide_route
 from strata.shard.longterm import LazyLongTerm
 from strata.shard.models import MemoryAnswer, WorkingMemoryView
 from strata.stores.hot import HotIndexStore

@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 import numpy as np
@@ -25,6 +25,7 @@ __all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "PreparedEmbedder
            "WriteEmbedder", "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
+E = TypeVar("E", bound=Embedder)
 PAD_TO = 16  # token lengths are padded to a multiple of this (see _forward)
 
 
@@ -254,27 +255,35 @@ class OpenAIEmbedder:
         return _normalize(matrix)
 
 
-class WriteEmbedder:
+class _WrappedEmbedder(Generic[E]):
+    """An embedder that answers some texts itself and passes the rest to ``inner``: its
+    dimension and model are the inner one's."""
+
+    def __init__(self, inner: E) -> None:
+        self.inner = inner
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+
+class WriteEmbedder(_WrappedEmbedder[MiniLMEmbedder]):
     """The write path's embedder: a memory's vector and its token vectors from one forward
     pass. ``encode`` keeps the token vectors of the texts it just encoded, and
     ``token_vectors`` (asked next for the same texts, by the hot index) returns them."""
 
     def __init__(self, inner: MiniLMEmbedder, keep: int = 1024) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._keep = keep
         self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        pooled, tokens = self._inner.encode_with_tokens(texts)
+        pooled, tokens = self.inner.encode_with_tokens(texts)
         with self._lock:
             for text, vectors in zip(texts, tokens, strict=True):
                 self._recent[text] = vectors
@@ -288,11 +297,11 @@ class WriteEmbedder:
             found = {t: self._recent.pop(t) for t in texts if t in self._recent}
         missing = [t for t in texts if t not in found]
         if missing:
-            found.update(zip(missing, self._inner.token_vectors(missing), strict=True))
+            found.update(zip(missing, self.inner.token_vectors(missing), strict=True))
         return [found[t] for t in texts]
 
 
-class PreparedEmbedder:
+class PreparedEmbedder(_WrappedEmbedder[Embedder]):
     """An embedder that can encode a batch of texts ahead of the calls that ask for them.
 
     A write call knows every text it is about to store; ``with prepared(texts):`` encodes
@@ -300,17 +309,8 @@ class PreparedEmbedder:
     is answered from it (texts not prepared are encoded as before)."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._ready: dict[str, npt.NDArray[np.float32]] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     @contextmanager
     def prepared(self, texts: Sequence[str]) -> Iterator[None]:

@@ -13,7 +13,7 @@ from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from actors.boundary import strata_errors
 from strata.errors import BackendUnavailable, InvalidInput, StrataError
 from strata.models import RecallRequest, Turn
-from strata.recall.service import working_only
+from strata.recall.assembly import working_only
 
 
 def unavailable(exc: Exception) -> StrataError:

@@ -12,8 +12,8 @@ from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Provenance, Role, Scope, Source, Turn, is_visible
+from strata.recall.assembly import in_context
 from strata.recall.scoring import ScoredItem
-from strata.recall.service import in_context
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder

@@ -34,9 +34,9 @@ from strata.models import (
     Turn,
     utcnow,
 )
+from strata.recall.assembly import assemble
 from strata.recall.late import embed_queries, pack_tokens, stored_maxima, unpack_tokens
 from strata.recall.recipes import DEFAULT
-from strata.recall.service import assemble
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder

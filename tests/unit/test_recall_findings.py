@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from strata.layers.knowledge import collapse_hits
 from strata.models import Role, SearchHit, StoredRecord, Turn
+from strata.recall.assembly import select_candidates
 from strata.recall.context import ContextBuilder
 from strata.recall.recipes import DEFAULT
 from strata.recall.routing import Route, route_query
 from strata.recall.scoring import ScoredItem, collapse_copies
-from strata.recall.service import select_candidates
 from strata.tokens import count_tokens
 
 
