@@ -37,7 +37,7 @@ test-ui: install redis  ## the inspector's browser tests (Debian's chromium at /
 
 lint: install
 	$(BIN)/ruff check strata actors serve_app jobs bench tests
-	$(BIN)/mypy strata
+	$(BIN)/mypy strata actors serve_app jobs
 
 bench: install redis
 	$(BIN)/python bench/milvus_flush.py --quick

@@ -23,6 +23,7 @@ from ray.exceptions import RayError
 from actors.directory import ShardDirectory
 from actors.extractor import start_extractors
 from actors.placement import KEEPER_NAME, start_placement_keeper
+from actors.remote import named_actor
 from actors.store_owner import OWNER_NAME, start_store_owner
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
@@ -74,7 +75,7 @@ def stop_backend(settings: Settings, namespace: str | None,
         done("shards")
     finally:
         try:
-            owner = ray.get_actor(OWNER_NAME, namespace=namespace)
+            owner = named_actor(OWNER_NAME, namespace)
             ray.get(owner.shutdown.remote(), timeout=20)  # the last flush
             ray.kill(owner)
         except ValueError:

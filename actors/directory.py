@@ -12,6 +12,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.remote import named_actor
 from actors.session_shard import SessionShardActor
 from strata.models import Scope
 from strata.shard.ring import ShardRing
@@ -31,7 +32,7 @@ def _shard(index: int, settings: dict[str, Any], namespace: str | None,
     # node: zero-CPU actors all land on the caller's node. Detached and restartable: a shard
     # lost with its node restarts on another one and rebuilds its sessions from snapshot +
     # WAL.
-    return SessionShardActor.options(  # type: ignore[attr-defined]
+    return SessionShardActor.options(
         name=shard_name(index), namespace=namespace, get_if_exists=True,
         lifetime="detached", scheduling_strategy=strategy, num_cpus=0.01,
     ).remote(index, settings, namespace)
@@ -137,7 +138,7 @@ class ShardDirectory:
 def running_settings(namespace: str | None) -> dict[str, Any]:
     """The effective settings of the Strata running in this cluster (from shard 0)."""
     try:
-        shard = ray.get_actor(shard_name(0), namespace=namespace)
+        shard = named_actor(shard_name(0), namespace)
     except ValueError:
         raise RuntimeError("no Strata is running in this Ray cluster (start `strata serve`)"
                            ) from None

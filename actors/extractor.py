@@ -12,6 +12,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.directory import ShardDirectory
+from actors.remote import actor_class
 from strata.extract.base import Candidate
 from strata.extract.llm import make_extractor
 from strata.extract.worker import GROUP, ExtractionWorker, WriteSummary
@@ -74,12 +75,12 @@ class ExtractionConsumer:
         self._stop.set()
 
 
-ExtractionConsumerActor = ray.remote(max_restarts=-1, num_cpus=0, max_concurrency=2)(
-    ExtractionConsumer)
+ExtractionConsumerActor = actor_class(ExtractionConsumer, max_restarts=-1, num_cpus=0,
+                                      max_concurrency=2)
 
 
 def start_extractors(settings: Settings, count: int, namespace: str | None) -> list[Any]:
     dumped = settings.model_dump(mode="json")
-    return [ExtractionConsumerActor.options(  # type: ignore[attr-defined]
+    return [ExtractionConsumerActor.options(
         name=f"strata-extractor-{i}", namespace=namespace, get_if_exists=True,
         lifetime="detached").remote(dumped, namespace, f"extractor-{i}") for i in range(count)]

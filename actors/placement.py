@@ -19,6 +19,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 
 from actors.directory import ShardDirectory
+from actors.remote import actor_class, alive_nodes
 from strata.layers.placement import Move, plan_moves, steady_nodes
 from strata.settings import Settings
 
@@ -29,8 +30,7 @@ KEEPER_NAME = "strata-placement"
 
 
 def _shard_nodes() -> list[str]:
-    return sorted(n["NodeID"] for n in ray.nodes()
-                  if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
+    return sorted(n["NodeID"] for n in alive_nodes() if n.get("Resources", {}).get("CPU", 0) > 0)
 
 
 class PlacementKeeper:
@@ -89,14 +89,14 @@ class PlacementKeeper:
         self._stop.set()
 
 
-PlacementKeeperActor = ray.remote(max_restarts=-1, num_cpus=0, max_concurrency=2)(
-    PlacementKeeper)
+PlacementKeeperActor = actor_class(PlacementKeeper, max_restarts=-1, num_cpus=0,
+                                   max_concurrency=2)
 
 
 def start_placement_keeper(settings: Settings, namespace: str | None) -> Any:
     """Start (or find) the one keeper; ``None`` when rebalancing is off."""
     if settings.rebalance_every_s <= 0:
         return None
-    return PlacementKeeperActor.options(  # type: ignore[attr-defined]
+    return PlacementKeeperActor.options(
         name=KEEPER_NAME, namespace=namespace, get_if_exists=True, lifetime="detached",
     ).remote(settings.model_dump(mode="json"), namespace)

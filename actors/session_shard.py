@@ -10,6 +10,7 @@ from typing import Any
 
 import ray
 
+from actors.remote import actor_class
 from actors.store_owner import vector_store_for
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
@@ -101,5 +102,5 @@ class SessionShard(SessionShardService):
 # Restartable; calls are not retried (a retried turn could be applied twice — clients
 # retry with the same turn_id instead, which the shard deduplicates). Threaded: a recall
 # waits for its query embedding without holding up the shard; state is under locks.
-SessionShardActor = ray.remote(max_restarts=-1, max_task_retries=0, num_cpus=0,
-                               max_concurrency=8)(SessionShard)
+SessionShardActor = actor_class(SessionShard, max_restarts=-1, max_task_retries=0, num_cpus=0,
+                                max_concurrency=8)

@@ -17,9 +17,10 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.boundary import strata_errors
+from actors.remote import actor_class, named_actor
 from strata.errors import VectorStoreError
 from strata.layers.decay import DecayPolicy, SweepPlan, plan_sweep
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import Collection, MemoryStatus, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.runtime import open_milvus
 from strata.settings import Settings
 from strata.stores.milvus import MilvusVectorStore
@@ -102,7 +103,8 @@ class StoreOwnerService:
                      keys: list[tuple[str, str]]) -> list[DecayFields]:
         return self._store.decay_fields(collection, keys)
 
-    def set_statuses(self, collection: Collection, changes: list[tuple[str, str, str]]) -> int:
+    def set_statuses(self, collection: Collection,
+                     changes: list[tuple[str, str, MemoryStatus]]) -> int:
         return self._store.set_statuses(collection, changes)
 
     def flush(self, collection: Collection | None) -> None:
@@ -137,8 +139,8 @@ class StoreOwnerService:
         self._store.close()
 
 
-StoreOwner = ray.remote(max_restarts=-1, max_task_retries=3, max_concurrency=16,
-                        num_cpus=0)(StoreOwnerService)
+StoreOwner = actor_class(StoreOwnerService, max_restarts=-1, max_task_retries=3,
+                         max_concurrency=16, num_cpus=0)
 
 
 class RemoteVectorStore:
@@ -206,7 +208,7 @@ class RemoteVectorStore:
         return list(self._get(self._handle.decay_fields.remote(collection, list(keys))))
 
     def set_statuses(self, collection: Collection,
-                     changes: Sequence[tuple[str, str, str]]) -> int:
+                     changes: Sequence[tuple[str, str, MemoryStatus]]) -> int:
         return int(self._get(self._handle.set_statuses.remote(collection, list(changes))))
 
     def flush(self, collection: Collection | None = None) -> None:
@@ -230,7 +232,7 @@ def start_store_owner(settings: Settings, dim: int, namespace: str | None = None
     It is pinned to the node that starts it: the milvus-lite file is on that node's disk.
     """
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    return StoreOwner.options(  # type: ignore[attr-defined]
+    return StoreOwner.options(
         name=OWNER_NAME, namespace=namespace, get_if_exists=True, lifetime="detached",
         scheduling_strategy=here,
     ).remote(settings, dim)
@@ -240,7 +242,7 @@ def vector_store_for(settings: Settings, dim: int, namespace: str | None = None)
     """The vector store a component should use: the owner's proxy (lite) or a direct client."""
     if settings.milvus_is_lite:
         try:
-            return RemoteVectorStore(ray.get_actor(OWNER_NAME, namespace=namespace))
+            return RemoteVectorStore(named_actor(OWNER_NAME, namespace))
         except ValueError as exc:  # not started, or gone for good
             raise VectorStoreError(f"no vector store owner is running ({exc})") from None
     return open_milvus(settings, dim)

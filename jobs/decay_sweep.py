@@ -29,6 +29,7 @@ from typing import Any
 import ray
 
 from actors.directory import ShardDirectory, running_settings
+from actors.remote import named_actor
 from actors.store_owner import OWNER_NAME
 from strata.layers.decay import DecayPolicy, StatusChange, SweepCounts, SweepPlan, group_changes
 from strata.layers.decay import plan_sweep as plan_in_process
@@ -48,7 +49,7 @@ SESSIONS_PER_CALL = 1000
 def plan(settings: Settings, policy: DecayPolicy, now: float, namespace: str) -> SweepPlan:
     """The sweep's scan, where the data is."""
     if settings.milvus_is_lite:
-        owner = ray.get_actor(OWNER_NAME, namespace=namespace)
+        owner = named_actor(OWNER_NAME, namespace)
         result: SweepPlan = ray.get(owner.plan_decay.remote(policy, now))
         return result
     store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)

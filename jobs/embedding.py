@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from actors.remote import alive_nodes
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder, set_torch_threads
 
@@ -84,10 +85,11 @@ class Embedded(dict[str, list[float]]):
 
 def _cluster_cpus() -> tuple[list[float], float]:
     """Each live node's CPUs, and the free CPUs of the freest node (an actor fits on one)."""
-    nodes = [float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n["Alive"]]
+    nodes = [float(n["Resources"].get("CPU", 0.0)) for n in alive_nodes()]
     # Ray's public API gives the cluster's sum only; the sum of two nodes' 1.99 free CPUs
     # would ask for 2 CPUs that no node has, and the pool would never start
-    per_node = ray._private.state.available_resources_per_node()
+    per_node: dict[str, dict[str, float]] = (
+        ray._private.state.available_resources_per_node())  # type: ignore[no-untyped-call]
     freest = max((float(r.get("CPU", 0.0)) for r in per_node.values()), default=0.0)
     return nodes, freest
 

@@ -19,6 +19,7 @@ import ray
 
 from actors.bootstrap import vector_dim
 from actors.directory import running_settings
+from actors.remote import named_actor
 from actors.store_owner import OWNER_NAME
 from strata.runtime import open_milvus
 from strata.settings import Settings
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Settings(**running_settings(NAMESPACE))
     target = base.model_copy(update={"embedder": args.embedder})
     if base.milvus_is_lite:
-        owner = ray.get_actor(OWNER_NAME, namespace=NAMESPACE)
+        owner = named_actor(OWNER_NAME, NAMESPACE)
         report = ReembedReport.model_validate(ray.get(owner.reembed.remote(target)))
     else:
         report = reembed_with(open_milvus(base, vector_dim(base)), target,

@@ -100,7 +100,7 @@ def stop(settings: Settings, shutdown_ray: bool = True) -> None:
 
     try:
         try:
-            serve.shutdown()
+            serve.shutdown()  # type: ignore[no-untyped-call]  # untyped in Ray Serve
             done("serve")
         finally:
             stop_backend(settings, NAMESPACE, done)

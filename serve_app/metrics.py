@@ -100,5 +100,5 @@ def render(summed: MetricSamples | None = None) -> bytes:
     if summed is None:
         return generate_latest(REGISTRY)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Summed(summed))  # type: ignore[arg-type]
+    registry.register(_Summed(summed))
     return generate_latest(registry)

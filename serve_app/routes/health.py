@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import ray
 from fastapi.responses import JSONResponse, Response
 
+from actors.remote import named_actor
 from actors.store_owner import OWNER_NAME
 from serve_app import metrics
 from serve_app.guards import api_router
@@ -67,7 +67,7 @@ class HealthRoutes(IngressState):
             logger.warning("metrics: queue backlog unavailable: %s", exc.detail)
         if self._settings.milvus_is_lite:
             try:
-                owner = ray.get_actor(OWNER_NAME, namespace=self._namespace)
+                owner = named_actor(OWNER_NAME, self._namespace)
                 metrics.update_flush(await owner.stats.remote())
             except Exception as exc:  # metrics never fail the scrape
                 logger.warning("metrics: flush stats unavailable: %s", exc)
