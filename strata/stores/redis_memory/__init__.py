@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+from strata.stores import redis_ports as ports
 from strata.stores.redis_memory.keyspace import Keyspace
 from strata.stores.redis_memory.queues import MemoryWriteQueues
 from strata.stores.redis_memory.records import (
@@ -22,16 +23,6 @@ from strata.stores.redis_memory.records import (
     MemoryUserRegistry,
 )
 from strata.stores.redis_memory.sessions import MemorySessionIndex, MemorySessionLog
-from strata.stores.redis_ports import (
-    AppendOnlyFile,
-    AuditLog,
-    FollowUpState,
-    RecallLog,
-    SessionIndex,
-    SessionLog,
-    UserRegistry,
-    WriteQueues,
-)
 
 __all__ = ["InMemoryRedis"]
 
@@ -44,14 +35,14 @@ class InMemoryRedis:
     def __init__(self, prefix: str = "strata:",
                  clock: Callable[[], float] = time.time) -> None:
         self._keyspace = Keyspace(clock, prefix)
-        self.sessions: SessionLog = MemorySessionLog(self._keyspace)
-        self.index: SessionIndex = MemorySessionIndex(self._keyspace)
-        self.queues: WriteQueues = MemoryWriteQueues(self._keyspace)
-        self.audit: AuditLog = MemoryAuditLog(self._keyspace)
-        self.recalls: RecallLog = MemoryRecallLog(self._keyspace)
-        self.users: UserRegistry = MemoryUserRegistry(self._keyspace)
-        self.followups: FollowUpState = MemoryFollowUpState(self._keyspace)
-        self.aof: AppendOnlyFile = MemoryAppendOnlyFile()
+        self.sessions: ports.SessionLog = MemorySessionLog(self._keyspace)
+        self.index: ports.SessionIndex = MemorySessionIndex(self._keyspace)
+        self.queues: ports.WriteQueues = MemoryWriteQueues(self._keyspace)
+        self.audit: ports.AuditLog = MemoryAuditLog(self._keyspace)
+        self.recalls: ports.RecallLog = MemoryRecallLog(self._keyspace)
+        self.users: ports.UserRegistry = MemoryUserRegistry(self._keyspace)
+        self.followups: ports.FollowUpState = MemoryFollowUpState(self._keyspace)
+        self.aof: ports.AppendOnlyFile = MemoryAppendOnlyFile()
 
     def ping(self) -> None:
         """Always up."""
