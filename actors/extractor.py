@@ -35,8 +35,9 @@ class ExtractionConsumer:
         self._redis = RedisStore(parsed.redis_url, parsed.redis_prefix)
         self._shards = ShardDirectory.find(parsed.session_shards, namespace)
         self._workers = [
-            ExtractionWorker(self._redis, make_extractor(parsed), self._write, consumer,
-                             claim_idle_ms, queue=queue) for queue in (QUEUE_HIGH, QUEUE_LOW)]
+            ExtractionWorker(self._redis.queues, self._redis.sessions, make_extractor(parsed),
+                             self._write, consumer, claim_idle_ms, queue=queue)
+            for queue in (QUEUE_HIGH, QUEUE_LOW)]
         self._warn_depth = parsed.queue_warn_depth
         self._stop = threading.Event()
         threading.Thread(target=self._loop, daemon=True).start()

@@ -23,8 +23,7 @@ from strata.models import MemoryKind, Scope, Turn
 from strata.stores.embedders import PreparedEmbedder
 from strata.stores.keys import QUEUE_LOW, SessionRef
 from strata.stores.ports import VectorStore, WriteBatching
-from strata.stores.redis import RedisStore
-from strata.stores.redis_ports import QueueMessage, SessionLog
+from strata.stores.redis_ports import QueueMessage, SessionLog, WriteQueues
 
 __all__ = ["ExtractionWorker", "LongTermWriter", "WriteSummary"]
 
@@ -99,26 +98,28 @@ def _after(a: str, b: str) -> bool:
 
 
 class ExtractionWorker:
-    """One consumer of a long-term write queue (``q:ltm:low`` by default), group ``extractors``."""
+    """One consumer of a long-term write queue (``q:ltm:low`` by default), group
+    ``extractors``; it reads each job's turns from the session ``log``."""
 
-    def __init__(self, redis: RedisStore, extractor: Extractor,
+    def __init__(self, queues: WriteQueues, log: SessionLog, extractor: Extractor,
                  write: Callable[[Scope, list[Candidate]], WriteSummary], consumer: str,
                  claim_idle_ms: int = 60_000, queue: str = QUEUE_LOW) -> None:
         self._queue = queue
-        self._redis = redis
+        self._queues = queues
+        self._log = log
         self._extractor = extractor
         self._write = write
         self._consumer = consumer
         self._claim_idle_ms = claim_idle_ms
-        redis.queues.ensure_group(queue, GROUP)
+        queues.ensure_group(queue, GROUP)
 
     def run_once(self, count: int = 10, block_ms: int | None = None) -> int:
         """Process stale entries of dead consumers first, then new ones; returns how many."""
-        messages = self._redis.queues.claim_stale(self._queue, GROUP, self._consumer,
-                                           self._claim_idle_ms, count)
+        messages = self._queues.claim_stale(self._queue, GROUP, self._consumer,
+                                            self._claim_idle_ms, count)
         if not messages:
-            messages = self._redis.queues.consume(self._queue, GROUP, self._consumer, count,
-                                                  block_ms)
+            messages = self._queues.consume(self._queue, GROUP, self._consumer, count,
+                                            block_ms)
         for message in messages:
             self._handle(message)
         return len(messages)
@@ -127,11 +128,11 @@ class ExtractionWorker:
         if message.deliveries > MAX_DELIVERIES:
             logger.error("dropping extraction job %s after %s deliveries", message.id,
                          message.deliveries)
-            self._redis.queues.ack(self._queue, GROUP, [message.id])
+            self._queues.ack(self._queue, GROUP, [message.id])
             return
         job = message.payload
         scope = Scope(tenant=job["tenant"], user=job["user_id"])
-        turns = turns_in_range(self._redis.sessions, SessionRef(scope, job["session_id"]),
+        turns = turns_in_range(self._log, SessionRef(scope, job["session_id"]),
                                job["wal_from"], job["wal_to"])
         try:
             candidates = attribute([*self._extractor.extract(turns),
@@ -141,4 +142,4 @@ class ExtractionWorker:
             logger.exception("extraction job %s failed", message.id)
             return
         logger.info("job %s: %s", message.id, summary.model_dump())
-        self._redis.queues.ack(self._queue, GROUP, [message.id])
+        self._queues.ack(self._queue, GROUP, [message.id])

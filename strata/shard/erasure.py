@@ -12,7 +12,15 @@ from strata.models import Scope, utcnow
 from strata.shard.longterm import LazyLongTerm, ShardMemories
 from strata.shard.sessions import ShardSessions
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import (
+    AuditLog,
+    FollowUpState,
+    RecallLog,
+    SessionIndex,
+    SessionLog,
+    UserRegistry,
+    WriteQueues,
+)
 
 __all__ = ["ShardErasure"]
 
@@ -21,10 +29,18 @@ class ShardErasure:
     """Deletes through the sessions (``ShardSessions``), the long-term memory
     (``ShardMemories``) and the user's Redis keys."""
 
-    def __init__(self, shard_id: int, redis: RedisStore, sessions: ShardSessions,
-                 memories: ShardMemories, longterm: LazyLongTerm) -> None:
+    def __init__(self, shard_id: int, sessions: ShardSessions, memories: ShardMemories,
+                 longterm: LazyLongTerm, *, log: SessionLog, index: SessionIndex,
+                 queues: WriteQueues, followups: FollowUpState, users: UserRegistry,
+                 recalls: RecallLog, audit: AuditLog) -> None:
         self._shard_id = shard_id
-        self._redis = redis
+        self._log = log
+        self._index = index
+        self._queues = queues
+        self._followups = followups
+        self._users = users
+        self._recalls = recalls
+        self._audit = audit
         self._sessions = sessions
         self._memories = memories
         self._longterm = longterm
@@ -43,9 +59,9 @@ class ShardErasure:
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
-            self._redis.recalls.remove(scope, {d.id for d in doomed})
-            self._redis.audit.append(scope, action="delete", memory_id=memory_id,
-                                     count=len(doomed), at=utcnow().isoformat())
+            self._recalls.remove(scope, {d.id for d in doomed})
+            self._audit.append(scope, action="delete", memory_id=memory_id,
+                               count=len(doomed), at=utcnow().isoformat())
         self._memories.file_purge.request()
         return {"deleted_versions": len(doomed), "deleted_turns": removed,
                 "deleted_ids": [d.id for d in doomed]}
@@ -56,15 +72,15 @@ class ShardErasure:
             memories = (self._longterm.get().delete_user(scope)
                         if self._longterm.configured else 0)
             self._sessions.drop([ref for ref in self._sessions.live if ref.of(scope)])
-            sessions = (self._redis.sessions.delete_user(scope)
-                        + self._redis.followups.delete_user(scope))
-            self._redis.index.unarchive_user(scope)
-            queued = sum(self._redis.queues.remove_user(q, scope) for q in (QUEUE_LOW, QUEUE_HIGH))
-            self._redis.index.untrack_user(self._shard_id, scope)
-            self._redis.users.unregister(scope)
-            logged = self._redis.recalls.remove(scope)
-            self._redis.audit.append(scope, action="delete_user", count=memories,
-                                     at=utcnow().isoformat())
+            sessions = (self._log.delete_user(scope)
+                        + self._followups.delete_user(scope))
+            self._index.unarchive_user(scope)
+            queued = sum(self._queues.remove_user(q, scope) for q in (QUEUE_LOW, QUEUE_HIGH))
+            self._index.untrack_user(self._shard_id, scope)
+            self._users.unregister(scope)
+            logged = self._recalls.remove(scope)
+            self._audit.append(scope, action="delete_user", count=memories,
+                               at=utcnow().isoformat())
         self._memories.file_purge.request()
         return {"memories": memories, "session_keys": sessions, "queued_jobs": queued,
                 "recall_log_entries": logged}
@@ -76,12 +92,12 @@ class ShardErasure:
         counts = SweepCounts()
         with self._sessions.lock:
             for ref in sessions:
-                snap = self._redis.sessions.snapshot(ref)
+                snap = self._log.snapshot(ref)
                 if snap is not None and snap[0].get("closed"):
                     self._sessions.drop([ref])
-                    self._redis.sessions.delete(ref)
+                    self._log.delete(ref)
                     counts.sessions_purged += 1
                 else:  # expired by its TTL (or the id now names a new, live session)
                     counts.sessions_expired += 1
-                self._redis.index.unarchive(ref)
+                self._index.unarchive(ref)
         return counts

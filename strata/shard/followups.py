@@ -20,7 +20,7 @@ from strata.models import Collection, MemoryStatus, RecordFilter, Scope, utcnow
 from strata.settings import Settings
 from strata.shard.longterm import LazyLongTerm
 from strata.stores.keys import SessionRef
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import FollowUpState, SessionIndex, SessionLog
 
 __all__ = ["ShardFollowUps"]
 
@@ -30,10 +30,12 @@ class ShardFollowUps:
     at most a few per session, each topic then quiet for the cooldown. ``lock``: the
     long-term memory's (the follow-up state is written under it)."""
 
-    def __init__(self, settings: Settings, redis: RedisStore, longterm: LazyLongTerm,
-                 lock: threading.RLock) -> None:
+    def __init__(self, settings: Settings, longterm: LazyLongTerm, lock: threading.RLock, *,
+                 log: SessionLog, index: SessionIndex, state: FollowUpState) -> None:
         self._settings = settings
-        self._redis = redis
+        self._log = log
+        self._index = index
+        self._state = state
         self._longterm = longterm
         self._lock = lock
 
@@ -48,8 +50,8 @@ class ShardFollowUps:
             statuses=[MemoryStatus.ACTIVE], payload_equals={"metadata.type": "plan"},
             visible_to=viewer), 200)
         states = []
-        for ref, at in self._redis.index.archived_of(scope):
-            snap = self._redis.sessions.snapshot(ref)
+        for ref, at in self._index.archived_of(scope):
+            snap = self._log.snapshot(ref)
             owner = snap[0].get("agent") if snap is not None else None
             if viewer is not None and owner and owner != viewer:
                 continue  # another agent's session: its open questions are not this one's
@@ -65,24 +67,24 @@ class ShardFollowUps:
         policy, now = self._policy(), utcnow()
         ref = SessionRef(scope, session_id) if session_id else None
         with self._lock:
-            quiet, outcomes, made = self._redis.followups.state(scope, ref)
+            quiet, outcomes, made = self._state.state(scope, ref)
             left = policy.per_session - made if ref else policy.per_session
             chosen = choose(self._candidates(scope, now, policy, viewer), quiet, now, limit,
                             left, outcomes)
-            self._redis.followups.proposed(scope, ref, [f.topic for f in chosen],
-                                           now.timestamp() + policy.cooldown_s,
-                                           int(self._settings.session_ttl_s * 4))
+            self._state.proposed(scope, ref, [f.topic for f in chosen],
+                                 now.timestamp() + policy.cooldown_s,
+                                 int(self._settings.session_ttl_s * 4))
         return chosen
 
     def follow_up_feedback(self, scope: Scope, topic: str, outcome: str) -> dict[str, Any]:
         """``used``: never proposed again; ``dismissed``: quiet for 30 days. Either way the
         kind's record shapes the next choice."""
         policy, now = self._policy(), utcnow()
-        quiet, _, _ = self._redis.followups.state(scope, None)
+        quiet, _, _ = self._state.state(scope, None)
         if topic not in quiet:
             raise NotFound(f"follow-up {topic!r} was never proposed to this user")
         kind = "open_task" if topic.startswith("task:") else "plan"
         until = now.timestamp() + (FOREVER_S if outcome == "used" else policy.dismissed_s)
-        self._redis.followups.outcome(scope, topic, kind, outcome, until)
+        self._state.outcome(scope, topic, kind, outcome, until)
         return {"topic": topic, "outcome": outcome,
                 "quiet_until": datetime.fromtimestamp(until, now.tzinfo).isoformat()}

@@ -37,7 +37,7 @@ from strata.shard.models import IntentResult
 from strata.stores.hot import HotIndexStore
 from strata.stores.keys import QUEUE_HIGH
 from strata.stores.ports import Purging, StatusWriter
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import AppendOnlyFile, AuditLog, UserRegistry, WriteQueues
 
 __all__ = ["EXPLICIT_MIN_CONFIDENCE", "HIGH_GROUP", "LazyLongTerm", "ShardMemories"]
 
@@ -79,9 +79,13 @@ class ShardMemories:
     the writes; it is taken after the sessions' lock when both are needed, so a long
     extraction write never holds up turns, closes or recalls."""
 
-    def __init__(self, redis: RedisStore, longterm: LazyLongTerm) -> None:
+    def __init__(self, longterm: LazyLongTerm, *, queues: WriteQueues, users: UserRegistry,
+                 audit: AuditLog, aof: AppendOnlyFile) -> None:
         self.lock = threading.RLock()
-        self._redis = redis
+        self._queues = queues
+        self._users = users
+        self._audit = audit
+        self._aof = aof
         self._longterm = longterm
         self._purge: FilePurge | None = None
         self._purge_lock = threading.Lock()
@@ -102,7 +106,7 @@ class ShardMemories:
                 durable = inner if isinstance(inner, Purging) else None
             with self._purge_lock:
                 if self._purge is None:
-                    self._purge = FilePurge(self._redis.aof, durable)
+                    self._purge = FilePurge(self._aof, durable)
         return self._purge
 
     def apply_intents(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
@@ -123,7 +127,7 @@ class ShardMemories:
                              and c.confidence >= EXPLICIT_MIN_CONFIDENCE))]
         if not forget and not explicit:
             return result
-        job = self._redis.queues.enqueue(QUEUE_HIGH, {
+        job = self._queues.enqueue(QUEUE_HIGH, {
             "type": "extract_session", "reason": "explicit", "tenant": scope.tenant,
             "user_id": scope.user, "session_id": turn.session_id, "wal_from": wal_from,
             "wal_to": wal_to})
@@ -133,11 +137,11 @@ class ShardMemories:
                     result.forgotten.extend(self.longterm.forget_matching(
                         scope, cand.text, viewer=turn.agent or ""))
                 if explicit:
-                    self._redis.users.register(scope)
+                    self._users.register(scope)
                     summary = self.longterm.writer.write(scope, explicit)
                     result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
-            self._redis.queues.ensure_group(QUEUE_HIGH, HIGH_GROUP)
-            self._redis.queues.ack(QUEUE_HIGH, HIGH_GROUP, [job])
+            self._queues.ensure_group(QUEUE_HIGH, HIGH_GROUP)
+            self._queues.ack(QUEUE_HIGH, HIGH_GROUP, [job])
         except StrataError as exc:
             logger.warning("explicit intent deferred to the queue: %s", exc.detail)
             result.deferred = True
@@ -145,14 +149,14 @@ class ShardMemories:
             logger.exception("explicit intent failed; deferred to the queue")
             result.deferred = True
         if result.forgotten:
-            self._redis.audit.append(scope, action="forget_intent", count=len(result.forgotten),
-                              at=utcnow().isoformat())
+            self._audit.append(scope, action="forget_intent", count=len(result.forgotten),
+                               at=utcnow().isoformat())
         return result
 
     # -- the memories API --------------------------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
         with self.lock:
-            self._redis.users.register(scope)
+            self._users.register(scope)
             return self.longterm.writer.write(scope, candidates)
 
     def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
@@ -173,10 +177,10 @@ class ShardMemories:
 
     def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
         with self.lock:
-            self._redis.users.register(scope)
+            self._users.register(scope)
             item, action = self.longterm.create(scope, body)
-            self._redis.audit.append(scope, action=f"create:{action}", memory_id=item.id,
-                              kind=item.kind.value, at=utcnow().isoformat())
+            self._audit.append(scope, action=f"create:{action}", memory_id=item.id,
+                               kind=item.kind.value, at=utcnow().isoformat())
             return {"memory": item.model_dump(mode="json"), "action": action}
 
     def import_memories(self, scope: Scope, items: list[MemoryItem],
@@ -185,11 +189,11 @@ class ShardMemories:
         (``strata.layers.transfer.import_items``), through this shard's hot index."""
         with self.lock:
             if items:
-                self._redis.users.register(scope)
+                self._users.register(scope)
             counts = import_items(self.longterm.vectors, self.longterm.embedder, scope, items,
                                   admin=admin, procedure_cap=self.longterm.procedures.cap)
-            self._redis.audit.append(scope, action="import", count=counts.created + counts.updated,
-                              at=utcnow().isoformat())
+            self._audit.append(scope, action="import", count=counts.created + counts.updated,
+                               at=utcnow().isoformat())
             return counts
 
     def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
@@ -206,8 +210,8 @@ class ShardMemories:
                       viewer: str | None = None) -> MemoryItem:
         with self.lock:
             item = self.longterm.update(scope, memory_id, patch, viewer)
-            self._redis.audit.append(scope, action="update", memory_id=memory_id,
-                              at=utcnow().isoformat())
+            self._audit.append(scope, action="update", memory_id=memory_id,
+                               at=utcnow().isoformat())
             return item
 
     def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:

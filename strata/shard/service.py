@@ -37,7 +37,7 @@ from strata.shard.recall import ShardRecall
 from strata.shard.sessions import ShardSessions
 from strata.stores.keys import SessionRef
 from strata.stores.ports import QueryEmbedding
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import RedisPorts
 
 __all__ = ["SessionShardService"]
 
@@ -47,20 +47,27 @@ class SessionShardService:
     ``actors.session_shard`` wraps it for Ray). ``longterm``: builds the long-term memory on
     first use (None: a shard of working memory only)."""
 
-    def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
+    def __init__(self, shard_id: int, settings: Settings, redis: RedisPorts,
                  summarizer: Summarizer, config: WorkingMemoryConfig | None = None,
                  longterm: Callable[[], LongTermMemory] | None = None) -> None:
         self.shard_id = shard_id
         self._settings = settings
         self._redis = redis
         self._longterm = LazyLongTerm(longterm)
-        self.memories = ShardMemories(redis, self._longterm)
-        self.sessions = ShardSessions(shard_id, settings, redis, summarizer,
-                                      intents=self.memories.apply_intents, config=config)
+        # each part gets the Redis ports it uses, no more
+        self.memories = ShardMemories(self._longterm, queues=redis.queues, users=redis.users,
+                                      audit=redis.audit, aof=redis.aof)
+        self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
+                                      log=redis.sessions, index=redis.index,
+                                      queues=redis.queues, config=config)
         self.recall = ShardRecall(self._longterm)
-        self.followups = ShardFollowUps(settings, redis, self._longterm, self.memories.lock)
-        self.erasure = ShardErasure(shard_id, redis, self.sessions, self.memories,
-                                    self._longterm)
+        self.followups = ShardFollowUps(settings, self._longterm, self.memories.lock,
+                                        log=redis.sessions, index=redis.index,
+                                        state=redis.followups)
+        self.erasure = ShardErasure(shard_id, self.sessions, self.memories, self._longterm,
+                                    log=redis.sessions, index=redis.index, queues=redis.queues,
+                                    followups=redis.followups, users=redis.users,
+                                    recalls=redis.recalls, audit=redis.audit)
 
     @property
     def longterm(self) -> LongTermMemory:

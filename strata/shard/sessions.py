@@ -52,7 +52,7 @@ from strata.shard.turns import (
     validate_turn,
 )
 from strata.stores.keys import QUEUE_LOW, SessionRef
-from strata.stores.redis import RedisStore
+from strata.stores.redis_ports import SessionIndex, SessionLog, WriteQueues
 from strata.tokens import count_tokens
 
 __all__ = ["IntentHandler", "LiveSession", "ShardSessions"]
@@ -80,18 +80,20 @@ class ShardSessions:
     the sweep of idle sessions. ``lock`` guards them; whoever also needs the long-term
     memory's lock takes this one first."""
 
-    def __init__(self, shard_id: int, settings: Settings, redis: RedisStore,
-                 summarizer: Summarizer, intents: IntentHandler,
-                 config: WorkingMemoryConfig | None = None) -> None:
+    def __init__(self, shard_id: int, settings: Settings, summarizer: Summarizer,
+                 intents: IntentHandler, *, log: SessionLog, index: SessionIndex,
+                 queues: WriteQueues, config: WorkingMemoryConfig | None = None) -> None:
         self.shard_id = shard_id
         self.lock = threading.RLock()
         self._settings = settings
-        self._redis = redis
+        self._log = log
+        self._index = index
+        self._queues = queues
         self._summarizer = summarizer
         self._intents = intents
         self._config = config or WorkingMemoryConfig(window_turns=settings.window_turns)
         self._live: OrderedDict[SessionRef, LiveSession] = OrderedDict()
-        self._snapshots = SnapshotWriter(redis.sessions)
+        self._snapshots = SnapshotWriter(log)
 
     @property
     def live(self) -> Mapping[SessionRef, LiveSession]:
@@ -103,7 +105,7 @@ class ShardSessions:
         return WorkingMemory(state, self._config, self._summarizer)
 
     def _restore(self, ref: SessionRef) -> WorkingMemory | None:
-        return restore_session(self._redis.sessions, ref, self._memory)
+        return restore_session(self._log, ref, self._memory)
 
     def _get(self, scope: Scope, session_id: str, create: bool) -> LiveSession:
         key = SessionRef(scope, session_id)
@@ -171,7 +173,7 @@ class ShardSessions:
                 raise Conflict(f"session {session_id!r} is closed; start a new session")
             now = utcnow()
             try:
-                wal_ids = iter(self._redis.sessions.append_turns(key, [
+                wal_ids = iter(self._log.append_turns(key, [
                     {"op": "turn", "at": now.isoformat(), "turn": t.model_dump(mode="json")}
                     for t in new], [t.turn_id for t in new]) if new else [])
             except QueueStoreError:
@@ -200,7 +202,7 @@ class ShardSessions:
     def _new_turns(self, scope: Scope, key: SessionRef, memory: WorkingMemory,
                    batch: list[tuple[Role, TurnIn]]) -> list[Turn | None]:
         """The batch as turns to write, None where the turn id is already known."""
-        known = known_turn_ids(self._redis.sessions, key, memory, [t.turn_id for _, t in batch])
+        known = known_turn_ids(self._log, key, memory, [t.turn_id for _, t in batch])
         session_id, count = memory.state.session_id, memory.state.turn_count
         context = memory.state.context  # a turn that names none continues the session's
         fresh: list[Turn | None] = []
@@ -221,7 +223,7 @@ class ShardSessions:
 
     def _after_append(self, key: SessionRef, entry: LiveSession, turns: list[Turn]) -> None:
         """Mark the session active; snapshot every few turns or tokens."""
-        self._redis.index.touch(self.shard_id, key, time.time())
+        self._index.touch(self.shard_id, key, time.time())
         entry.turns_since_snapshot += len(turns)
         entry.tokens_since_snapshot += sum(count_tokens(t.content) for t in turns)
         if (entry.turns_since_snapshot >= self._settings.snapshot_every_turns
@@ -249,7 +251,7 @@ class ShardSessions:
             merged = entry.memory.patch_task_state(patch, received_at=now)
             key = SessionRef(scope, session_id)
             try:
-                state.wal_id = self._redis.sessions.append(
+                state.wal_id = self._log.append(
                     key, {"op": "task", "at": now.isoformat(), "task_state": merged})
             except Exception:
                 state.task_state = before  # not durable, so not applied
@@ -271,14 +273,14 @@ class ShardSessions:
             key = SessionRef(scope, session_id)
             if state.closed:
                 return CloseAck(session_id=session_id, already_closed=True)
-            state.wal_id = self._redis.sessions.append(key, {"op": "close"})
+            state.wal_id = self._log.append(key, {"op": "close"})
             state.closed = True
             job = self._enqueue_extraction(scope, state, "close")
             self.flush_snapshots()  # an older, unredacted snapshot must not land after this one
-            self._redis.sessions.put_snapshot(key, redacted(state).model_dump(mode="json"),
-                                              state.wal_id)
-            self._redis.index.archive(key, self._settings.archive_retention_days * 86400)
-            self._redis.index.untrack(self.shard_id, key)
+            self._log.put_snapshot(key, redacted(state).model_dump(mode="json"),
+                                   state.wal_id)
+            self._index.archive(key, self._settings.archive_retention_days * 86400)
+            self._index.untrack(self.shard_id, key)
             self._live.pop(key, None)
             return CloseAck(session_id=session_id, extraction_job=job)
 
@@ -286,7 +288,7 @@ class ShardSessions:
         """Queue the WAL range not yet extracted; the payload names turns, it holds no text."""
         if state.extracted_upto == state.wal_id:
             return None
-        job = self._redis.queues.enqueue(QUEUE_LOW, {
+        job = self._queues.enqueue(QUEUE_LOW, {
             "type": "extract_session", "reason": reason, "tenant": scope.tenant,
             "user_id": scope.user, "session_id": state.session_id,
             "wal_from": state.extracted_upto, "wal_to": state.wal_id})
@@ -318,10 +320,10 @@ class ShardSessions:
         summary lines that mention a ``needle``; returns how many WAL entries went."""
         key = SessionRef(scope, session_id)
         with self.lock:
-            removed = self._redis.sessions.remove_turns(key, turn_ids)
+            removed = self._log.remove_turns(key, turn_ids)
             entry = self._live.get(key)
             if entry is None:
-                snap = self._redis.sessions.snapshot(key)
+                snap = self._log.snapshot(key)
                 if snap is None:
                     return removed
                 state = SessionState.model_validate(snap[0])
@@ -333,8 +335,8 @@ class ShardSessions:
                 part.pinned = [t for t in part.pinned if t.turn_id not in turn_ids]
                 part.summary = "\n".join(line for line in part.summary.split("\n")
                                          if not any(n.lower() in line.lower() for n in needles))
-            self._redis.sessions.put_snapshot(key, state.model_dump(mode="json"),
-                                              state.wal_id)
+            self._log.put_snapshot(key, state.model_dump(mode="json"),
+                                   state.wal_id)
             return removed
 
     def drop(self, refs: list[SessionRef]) -> None:
@@ -357,7 +359,7 @@ class ShardSessions:
     def _evict(self, key: SessionRef) -> None:
         entry = self._live.pop(key)
         state = entry.memory.state
-        self._redis.sessions.put_snapshot(key, state.model_dump(mode="json"), state.wal_id)
+        self._log.put_snapshot(key, state.model_dump(mode="json"), state.wal_id)
 
     def _evict_over_capacity(self) -> None:
         while len(self._live) > self._settings.max_sessions_per_shard:
@@ -368,18 +370,18 @@ class ShardSessions:
         now = time.time() if now is None else now
         report = SweepReport()
         with self.lock:
-            for key in self._redis.index.idle(
+            for key in self._index.idle(
                     self.shard_id, now - self._settings.session_idle_extract_s):
                 memory = (self._live[key].memory if key in self._live
                           else self._restore(key))
                 if memory is None or memory.state.closed:
-                    self._redis.index.untrack(self.shard_id, key)
+                    self._index.untrack(self.shard_id, key)
                     continue
                 if self._enqueue_extraction(key.scope, memory.state, "idle"):
-                    memory.state.wal_id = self._redis.sessions.append(
+                    memory.state.wal_id = self._log.append(
                         key, {"op": "extracted", "upto": memory.state.extracted_upto})
                     report.idle_extractions += 1
-                self._redis.index.untrack(self.shard_id, key)
+                self._index.untrack(self.shard_id, key)
             for key in [k for k, e in self._live.items()
                         if now - e.memory.state.last_active_at.timestamp()
                         > self._settings.session_ttl_s]:

@@ -23,6 +23,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strata.errors import InvalidInput
@@ -40,6 +41,8 @@ __all__ = [
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
+    "outcome_counts",
+    "outcome_field",
     "parse_scope_key",
     "snapshot",
     "turn_ids",
@@ -130,3 +133,17 @@ def followup_outcomes(scope: Scope) -> str:
 
 def followup_count(ref: SessionRef) -> str:
     return f"fu:{ref.key}:count"
+
+
+def outcome_field(kind: str, outcome: str) -> str:
+    """A field of the ``fu:{scope}:outcomes`` hash: ``<kind>:<used|dismissed>``."""
+    return f"{kind}:{outcome}"
+
+
+def outcome_counts(fields: Mapping[str, str]) -> dict[str, tuple[int, int]]:
+    """(used, dismissed) per kind, from the fields of a ``fu:{scope}:outcomes`` hash."""
+    kinds: dict[str, list[int]] = {}
+    for field, n in fields.items():
+        kind, _, outcome = field.rpartition(":")
+        kinds.setdefault(kind, [0, 0])[0 if outcome == "used" else 1] += int(n)
+    return {k: (v[0], v[1]) for k, v in kinds.items()}

@@ -2,8 +2,10 @@
 
 ``strata.stores.redis`` implements each over one connection and bundles them as
 ``RedisStore`` (``.sessions``, ``.index``, ``.queues``, ``.audit``, ``.recalls``, ``.users``,
-``.followups``, ``.aof``). A retried turn is made idempotent by the session log's turn-id
-set, written in the transaction of the turn's WAL entry.
+``.followups``, ``.aof``). ``strata.stores.redis_memory.InMemoryRedis`` is the in-memory
+double of the same ports (the contract tests run against both). A retried turn is made
+idempotent by the session log's turn-id set, written in the transaction of the turn's WAL
+entry.
 """
 
 from __future__ import annotations
@@ -13,25 +15,43 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from strata.errors import InvalidInput
 from strata.models import Scope
 from strata.stores.keys import SessionRef
 
 __all__ = [
+    "AUDIT_FIELDS",
+    "RECALL_LOG_MAXLEN",
     "AppendOnlyFile",
     "AuditLog",
     "FollowUpState",
     "QueueDepth",
     "QueueMessage",
     "RecallLog",
+    "RedisPorts",
     "SessionIndex",
     "SessionLog",
     "UserRegistry",
     "WalEntry",
     "WriteQueues",
+    "check_content_free",
 ]
 
 WalEntry = tuple[str, dict[str, Any]]
 """A WAL record with its stream id."""
+
+AUDIT_FIELDS = frozenset({"action", "memory_id", "session_id", "kind", "count", "actor", "at",
+                          "reason"})
+"""The only fields an audit event may carry: ids, counts and actions, never text."""
+RECALL_LOG_MAXLEN = 100_000
+"""The recall log keeps about this many entries (the oldest go first)."""
+
+
+def check_content_free(fields: Mapping[str, object]) -> None:
+    """``InvalidInput`` unless every field of an audit event is in ``AUDIT_FIELDS``."""
+    unknown = set(fields) - AUDIT_FIELDS
+    if unknown:
+        raise InvalidInput(f"audit fields must be content-free; unknown {sorted(unknown)}")
 
 
 class QueueMessage(BaseModel):
@@ -244,3 +264,17 @@ class AppendOnlyFile(Protocol):
     def rewrite_pending(self) -> bool:
         """True while a rewrite runs or is scheduled."""
         ...
+
+
+class RedisPorts(Protocol):
+    """Every Redis port of Strata, one attribute each: ``RedisStore`` over a Redis server,
+    ``InMemoryRedis`` in the process. Parts of a shard take the ports they use off it."""
+
+    sessions: SessionLog
+    index: SessionIndex
+    queues: WriteQueues
+    audit: AuditLog
+    recalls: RecallLog
+    users: UserRegistry
+    followups: FollowUpState
+    aof: AppendOnlyFile

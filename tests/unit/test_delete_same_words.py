@@ -36,7 +36,8 @@ def extracted(redis_store: RedisStore) -> tuple[SessionShardService, InMemoryVec
                        ("assistant", "Noted."), ("user", SISTER), ("assistant", "Nice.")]:
         shard.append_turn(U, "s1", role, text)
     shard.close(U, "s1")
-    ExtractionWorker(redis_store, RuleExtractor(), lt.writer.write, "w").run_once()
+    ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                     lt.writer.write, "w").run_once()
     return shard, vectors
 
 
@@ -83,8 +84,8 @@ def test_a_memory_from_another_turn_with_the_same_words_stays(
     shard, _ = extracted
     shard.append_turn(U, "s2", "user", f"I'm {ALLERGY}, really.")
     shard.close(U, "s2")
-    ExtractionWorker(shard._redis, RuleExtractor(), shard.longterm.writer.write,
-                     "w").run_once()
+    ExtractionWorker(shard._redis.queues, shard._redis.sessions, RuleExtractor(),
+                     shard.longterm.writer.write, "w").run_once()
     first = next(m for m in shard.longterm.list_items(U, MemoryKind.EPISODE)
                  if m.provenance.session_id == "s1" and ALLERGY in m.text
                  and m.metadata.get("type") != "exchange")

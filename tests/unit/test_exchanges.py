@@ -71,7 +71,8 @@ def written(redis_store: RedisStore) -> tuple[LongTermMemory, InMemoryVectorStor
         shard.append_turn(U, "s1", "user", text)
     shard.close(U, "s1")
     writer = LongTermWriter(lt.facts, lt.episodes)
-    ExtractionWorker(redis_store, RuleExtractor(), writer.write, "w").run_once()
+    ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                     writer.write, "w").run_once()
     return lt, vectors
 
 
@@ -127,7 +128,8 @@ def test_the_person_asked_about_comes_first(redis_store: RedisStore) -> None:
         shard.append_turn(U, "s1", "user", text, metadata={"speaker": who})
     shard.close(U, "s1")
     writer = LongTermWriter(lt.facts, lt.episodes)
-    ExtractionWorker(redis_store, RuleExtractor(), writer.write, "w").run_once()
+    ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                     writer.write, "w").run_once()
     for who in ("Melanie", "Caroline"):
         req = RecallRequest(user_id="u", query=f"Where did {who.lower()} go camping?",
                             layers=["episodes"], debug=True,

@@ -32,7 +32,8 @@ def setup(redis_store: RedisStore) -> tuple[SessionShardService, LongTermWriter,
 
 def worker(redis_store: RedisStore, writer: LongTermWriter, name: str,
            claim_idle_ms: int = 60_000) -> ExtractionWorker:
-    return ExtractionWorker(redis_store, RuleExtractor(), writer.write, name, claim_idle_ms)
+    return ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                            writer.write, name, claim_idle_ms)
 
 
 def test_close_to_facts_and_episodes(redis_store: RedisStore, setup) -> None:  # type: ignore[no-untyped-def]
@@ -70,7 +71,8 @@ def test_dead_workers_job_is_finished_by_another(redis_store: RedisStore, setup)
     def crash(*_: object) -> None:
         raise RuntimeError("killed mid-job")
 
-    dying = ExtractionWorker(redis_store, RuleExtractor(), crash, "dying", claim_idle_ms=0)  # type: ignore[arg-type]
+    dying = ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                             crash, "dying", claim_idle_ms=0)  # type: ignore[arg-type]
     dying.run_once()
     assert vectors.count(Collection.FACTS, U) == 0
     assert redis_store.queues.depth(QUEUE_LOW, "extractors").pending == 1
@@ -115,7 +117,7 @@ def die(scope, candidates):
     os.kill(os.getpid(), signal.SIGKILL)  # killed mid-job: extracted, nothing written or acked
 
 redis = RedisStore(sys.argv[1], prefix=sys.argv[2])
-ExtractionWorker(redis, RuleExtractor(), die, "doomed").run_once()
+ExtractionWorker(redis.queues, redis.sessions, RuleExtractor(), die, "doomed").run_once()
 """
 
 

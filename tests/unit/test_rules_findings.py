@@ -117,7 +117,8 @@ def test_the_session_end_replay_keeps_the_new_home(redis_store: RedisStore) -> N
     moved = shard.append_turn(U, "s1", "user", "告诉你个消息，我上个月搬到上海了。")
     assert moved.intents.remembered
     shard.close(U, "s1")
-    while ExtractionWorker(redis_store, RuleExtractor(), lt.writer.write, "w").run_once():
+    while ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                           lt.writer.write, "w").run_once():
         pass
     assert lt.facts.current(U, "location.home").value == "上海"  # type: ignore[union-attr]
 

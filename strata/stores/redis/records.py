@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import redis
 
-from strata.errors import InvalidInput
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.redis.connection import RedisConnection, decode, redis_errors, stream_id
+from strata.stores.redis_ports import RECALL_LOG_MAXLEN, check_content_free
 
 __all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisRecallLog",
            "RedisUserRegistry"]
-
-AUDIT_FIELDS = frozenset({"action", "memory_id", "session_id", "kind", "count", "actor", "at",
-                          "reason"})
-RECALL_LOG_MAXLEN = 100_000
 
 
 class RedisAuditLog:
@@ -28,9 +24,7 @@ class RedisAuditLog:
         self._r = conn.client
 
     def append(self, scope: Scope, **fields: str | int | float) -> str:
-        unknown = set(fields) - AUDIT_FIELDS
-        if unknown:
-            raise InvalidInput(f"audit fields must be content-free; unknown {sorted(unknown)}")
+        check_content_free(fields)
         with redis_errors("audit"):
             return stream_id(self._r.xadd(self._conn.key(keys.audit(scope)),
                                           {k: str(v) for k, v in fields.items()}))
@@ -105,12 +99,8 @@ class RedisFollowUpState:
             pipe.hgetall(self._conn.key(keys.followup_outcomes(scope)))
             pipe.get(self._conn.key(keys.followup_count(ref) if ref else "_none"))
             quiet, outcomes, count = pipe.execute()
-        kinds: dict[str, list[int]] = {}
-        for field, n in decode(outcomes).items():
-            kind, _, outcome = field.rpartition(":")
-            kinds.setdefault(kind, [0, 0])[0 if outcome == "used" else 1] += int(n)
         return ({k: float(v) for k, v in decode(quiet).items()},
-                {k: (v[0], v[1]) for k, v in kinds.items()}, int(count or 0))
+                keys.outcome_counts(decode(outcomes)), int(count or 0))
 
     def proposed(self, scope: Scope, ref: SessionRef | None, topics: list[str],
                  quiet_until: float, session_ttl_s: int) -> None:
@@ -129,7 +119,8 @@ class RedisFollowUpState:
         with redis_errors("follow-up outcome"):
             pipe = self._r.pipeline()
             pipe.hset(self._conn.key(keys.followup_quiet(scope)), topic, quiet_until)
-            pipe.hincrby(self._conn.key(keys.followup_outcomes(scope)), f"{kind}:{outcome}", 1)
+            pipe.hincrby(self._conn.key(keys.followup_outcomes(scope)),
+                         keys.outcome_field(kind, outcome), 1)
             pipe.execute()
 
     def delete_user(self, scope: Scope) -> int:

@@ -1,0 +1,125 @@
+"""Per-user records of ``InMemoryRedis`` besides sessions and queues: the audit log, the
+recall log, the user registry, the follow-up state; and an append-only file that is off."""
+
+from __future__ import annotations
+
+from strata.models import Scope
+from strata.stores import keys
+from strata.stores.keys import SessionRef, parse_scope_key
+from strata.stores.redis_memory.keyspace import Hash, Keyspace, Stream
+from strata.stores.redis_ports import RECALL_LOG_MAXLEN, check_content_free
+
+__all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryRecallLog",
+           "MemoryUserRegistry"]
+
+
+class MemoryAuditLog:
+    """``AuditLog`` over one ``audit:{scope}`` stream per user; content-free fields only."""
+
+    def __init__(self, ks: Keyspace) -> None:
+        self._ks = ks
+
+    def append(self, scope: Scope, **fields: str | int | float) -> str:
+        check_content_free(fields)
+        with self._ks.lock:
+            return self._ks.xadd(keys.audit(scope), {k: str(v) for k, v in fields.items()})
+
+    def read(self, scope: Scope) -> list[dict[str, str]]:
+        with self._ks.lock:
+            stream = self._ks.get(keys.audit(scope), Stream)
+            return [dict(f) for f in stream.entries.values()] if stream else []
+
+
+class MemoryRecallLog:
+    """``RecallLog`` over one capped ``recall-log`` stream of {scope, route, ids}."""
+
+    def __init__(self, ks: Keyspace) -> None:
+        self._ks = ks
+
+    def add(self, scope: Scope, memory_ids: list[str], route: str) -> None:
+        with self._ks.lock:
+            self._ks.xadd(keys.RECALL_LOG, {"scope": scope.key, "route": route,
+                                            "ids": ",".join(memory_ids)})
+            entries = self._ks.ensure(keys.RECALL_LOG, Stream).entries
+            for rid in list(entries)[:max(0, len(entries) - RECALL_LOG_MAXLEN)]:
+                del entries[rid]
+
+    def remove(self, scope: Scope, memory_ids: set[str] | None = None) -> int:
+        with self._ks.lock:
+            stream = self._ks.get(keys.RECALL_LOG, Stream) or Stream()
+            doomed = [rid for rid, f in stream.entries.items() if f["scope"] == scope.key and (
+                memory_ids is None or memory_ids & set(f["ids"].split(",")))]
+            for rid in doomed:
+                del stream.entries[rid]
+        return len(doomed)
+
+
+class MemoryUserRegistry:
+    """``UserRegistry`` over the ``users`` set of scope keys."""
+
+    def __init__(self, ks: Keyspace) -> None:
+        self._ks = ks
+
+    def register(self, scope: Scope) -> None:
+        with self._ks.lock:
+            self._ks.ensure(keys.USERS, set).add(scope.key)
+
+    def unregister(self, scope: Scope) -> None:
+        with self._ks.lock:
+            (self._ks.get(keys.USERS, set) or set()).discard(scope.key)
+
+    def all(self) -> list[Scope]:
+        with self._ks.lock:
+            found = sorted(self._ks.get(keys.USERS, set) or ())
+        return [parse_scope_key(k) for k in found]
+
+
+class MemoryFollowUpState:
+    """``FollowUpState`` over ``fu:{scope}:quiet`` and ``fu:{scope}:outcomes`` hashes and a
+    ``fu:{session}:count`` counter that expires with the session."""
+
+    def __init__(self, ks: Keyspace) -> None:
+        self._ks = ks
+
+    def state(self, scope: Scope, ref: SessionRef | None
+              ) -> tuple[dict[str, float], dict[str, tuple[int, int]], int]:
+        with self._ks.lock:
+            quiet = self._ks.get(keys.followup_quiet(scope), Hash) or Hash()
+            outcomes = self._ks.get(keys.followup_outcomes(scope), Hash) or Hash()
+            count = self._ks.get(keys.followup_count(ref), str) if ref else None
+            return ({k: float(v) for k, v in quiet.items()}, keys.outcome_counts(outcomes),
+                    int(count or 0))
+
+    def proposed(self, scope: Scope, ref: SessionRef | None, topics: list[str],
+                 quiet_until: float, session_ttl_s: int) -> None:
+        if not topics:
+            return
+        with self._ks.lock:
+            self._ks.ensure(keys.followup_quiet(scope), Hash).update(
+                dict.fromkeys(topics, repr(quiet_until)))
+            if ref:
+                made = self._ks.get(keys.followup_count(ref), str)
+                self._ks.put(keys.followup_count(ref), str(int(made or 0) + len(topics)))
+                self._ks.expire(keys.followup_count(ref), session_ttl_s)
+
+    def outcome(self, scope: Scope, topic: str, kind: str, outcome: str,
+                quiet_until: float) -> None:
+        with self._ks.lock:
+            self._ks.ensure(keys.followup_quiet(scope), Hash)[topic] = repr(quiet_until)
+            counts = self._ks.ensure(keys.followup_outcomes(scope), Hash)
+            field = keys.outcome_field(kind, outcome)
+            counts[field] = str(int(counts.get(field, 0)) + 1)
+
+    def delete_user(self, scope: Scope) -> int:
+        with self._ks.lock:
+            return self._ks.delete(*self._ks.names(keys.user_keys("fu", scope)))
+
+
+class MemoryAppendOnlyFile:
+    """``AppendOnlyFile`` of a store that writes no file: a rewrite is always ``off``."""
+
+    def rewrite(self) -> str:
+        return "off"
+
+    def rewrite_pending(self) -> bool:
+        return False
