@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import ray
 
 from actors.remote import actor_class
+from actors.shared_embedder import shared_embedder
 from actors.store_owner import vector_store_for
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
@@ -21,8 +23,9 @@ from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.models import MemoryAnswer
 from strata.shard.service import SessionShardService
-from strata.stores.embedders import MiniLMEmbedder, WriteEmbedder, make_embedder
+from strata.stores.embedders import JointEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
+from strata.stores.ports import Embedder
 from strata.stores.redis import RedisStore
 
 __all__ = ["SessionShard", "SessionShardActor"]
@@ -39,8 +42,10 @@ class SessionShard(SessionShardService):
         parsed = Settings(**settings)
 
         def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
-            embedder = make_embedder(parsed)
-            if isinstance(embedder, MiniLMEmbedder):  # vectors and token vectors in one pass
+            # or, with STRATA_SHARD_EMBEDDING=embedder, none: the Embedder deployment's
+            embedder: Embedder = (shared_embedder() if parsed.shard_embedding == "embedder"
+                                  else make_embedder(parsed))
+            if isinstance(embedder, JointEmbedder):  # vectors and token vectors in one pass
                 embedder = WriteEmbedder(embedder)
             tokens = embedder if isinstance(embedder, TokenEmbedder) else None
             hot = HotIndexStore(vector_store_for(parsed, embedder.dim, namespace),
@@ -85,6 +90,11 @@ class SessionShard(SessionShardService):
 
     def pid(self) -> int:
         return os.getpid()
+
+    def holds_model(self) -> bool:
+        """Whether this process has imported the local model's code (sentence-transformers):
+        never with ``STRATA_SHARD_EMBEDDING=embedder``."""
+        return "sentence_transformers" in sys.modules
 
     def node_id(self) -> str:
         return str(ray.get_runtime_context().get_node_id())

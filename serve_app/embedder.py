@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from ray import serve
 
 from serve_app.options import STOP_QUICKLY
-from strata.recall.late import embed_queries, late_scorer
+from strata.errors import EmbedderError
+from strata.recall.late import TokenEmbedder, embed_queries, late_scorer, pooled_and_tokens
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
 from strata.stores.ports import QueryEmbedding
@@ -34,6 +37,22 @@ class EmbedderService:
 
     def encode_many(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._embedder.encode(texts)]
+
+    # the shards' calls with STRATA_SHARD_EMBEDDING=embedder (actors/shared_embedder.py):
+    # arrays, not lists — a write's token vectors are ~30 KB a text
+    def encode_with_tokens(self, texts: list[str]
+                           ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
+        """Vectors and token vectors of ``texts`` (one forward pass where the model has it)."""
+        if not isinstance(self._embedder, TokenEmbedder):
+            raise EmbedderError(f"{self._embedder.model_id} has no token vectors")
+        pooled, tokens = pooled_and_tokens(self._embedder, texts)
+        return pooled, tokens or []
+
+    def token_vectors(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        """Token vectors of ``texts`` (memories stored before theirs were)."""
+        if not isinstance(self._embedder, TokenEmbedder):
+            raise EmbedderError(f"{self._embedder.model_id} has no token vectors")
+        return self._embedder.token_vectors(texts)
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
     async def embed(self, texts: list[str]) -> list[list[float]]:

@@ -113,6 +113,11 @@ class Settings(BaseSettings):
         "where a recall's query is embedded: in the user's shard (one hop; the shard has "
         "the model for its writes) or by the Embedder deployment, batched, concurrently "
         "with the shard call"))
+    shard_embedding: Literal["own", "embedder"] = Field(default="own", description=(
+        "what the session shards embed with: their own copy of the model (~400 MB of "
+        "memory per shard for MiniLM; a recall's query is embedded in the shard, one hop) "
+        "or the shared Embedder deployment (no model in a shard; every write and every "
+        "query the shard embeds is a call to it, slower under load)"))
     knowledge_refresh_s: float = Field(default=5.0, gt=0, description=(
         "recall reads a copy of each tenant's knowledge base, reloaded this often (an "
         "import through the same ingress is seen at once)"))

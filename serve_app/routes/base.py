@@ -19,9 +19,10 @@ from fastapi import Request
 from actors.bootstrap import ensure_backend
 from actors.boundary import strata_errors
 from actors.directory import ShardDirectory
+from actors.shared_embedder import embedder_unavailable
 from actors.store_owner import vector_store_for
 from strata.auth import Principal, authenticate
-from strata.errors import BackendUnavailable, EmbedderError
+from strata.errors import BackendUnavailable
 from strata.layers.knowledge import KnowledgeBase
 from strata.models import Scope
 from strata.recall.service import RecallService
@@ -39,10 +40,6 @@ logger = logging.getLogger(__name__)
 def shard_unavailable(exc: Exception) -> BackendUnavailable:
     ShardDirectory.note_dead()  # moved to another node: look the pool up before the next call
     return BackendUnavailable(f"a session shard is restarting; retry ({exc})")
-
-
-def embedder_unavailable(exc: Exception) -> BackendUnavailable:
-    return EmbedderError(f"the embedder deployment cannot answer now; retry ({exc})")
 
 
 async def resolve(ref: Any) -> Any:

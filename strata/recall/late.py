@@ -29,9 +29,8 @@ import numpy.typing as npt
 from strata.stores.ports import Embedder, QueryEmbedding
 
 __all__ = ["MAX_STORED_TOKENS", "LateScorer", "QueryBatcher", "TokenCache", "TokenEmbedder",
-           "embed_queries",
-           "late_scorer",
-           "maxsim", "pack_tokens", "stored_maxima", "token_maxima", "unpack_tokens"]
+           "embed_queries", "late_scorer", "maxsim", "pack_tokens", "pooled_and_tokens",
+           "stored_maxima", "token_maxima", "unpack_tokens"]
 
 # (query, texts) → for every text, the best similarity of each query token
 LateScorer = Callable[[str, Sequence[str]], list[list[float]]]
@@ -104,19 +103,27 @@ def token_maxima(embedder: TokenEmbedder, query: str, texts: Sequence[str],
             for d in docs]
 
 
-def embed_queries(embedder: object, texts: Sequence[str]) -> list[QueryEmbedding]:
-    """Each query's pooled vector and token vectors (one forward pass where the embedder
-    offers it; no token vectors from an embedder without them)."""
+def pooled_and_tokens(embedder: object, texts: Sequence[str]
+                      ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]] | None]:
+    """The texts' pooled vectors and token vectors (one forward pass where the embedder
+    offers it; None for the token vectors of an embedder without them)."""
     both = getattr(embedder, "encode_with_tokens", None)
     if both is not None:
         pooled, tokens = both(list(texts))
-        return [QueryEmbedding(p.tolist(), t) for p, t in zip(pooled, tokens, strict=True)]
+        return pooled, tokens
     assert isinstance(embedder, Embedder)
     pooled = embedder.encode(list(texts))
     if isinstance(embedder, TokenEmbedder):
-        return [QueryEmbedding(p.tolist(), t)
-                for p, t in zip(pooled, embedder.token_vectors(list(texts)), strict=True)]
-    return [QueryEmbedding(p.tolist()) for p in pooled]
+        return pooled, embedder.token_vectors(list(texts))
+    return pooled, None
+
+
+def embed_queries(embedder: object, texts: Sequence[str]) -> list[QueryEmbedding]:
+    """Each query's pooled vector and token vectors (``pooled_and_tokens``)."""
+    pooled, tokens = pooled_and_tokens(embedder, texts)
+    if tokens is None:
+        return [QueryEmbedding(p.tolist()) for p in pooled]
+    return [QueryEmbedding(p.tolist(), t) for p, t in zip(pooled, tokens, strict=True)]
 
 
 class _Waiting:

@@ -88,7 +88,9 @@ class ShardRecall:
                             corrections=corrections)
 
     def embed_query(self, text: str) -> QueryEmbedding:
-        """The query's embedding by the shard's own model, batched with concurrent ones."""
+        """The query's embedding by the shard's embedder (its own model, or the shared
+        Embedder deployment's with ``STRATA_SHARD_EMBEDDING=embedder``), batched with
+        concurrent ones."""
         started = time.perf_counter()
         if self._queries is None:
             embedder = self._longterm.get().embedder

@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import httpx
 import numpy as np
@@ -21,8 +21,8 @@ from strata.errors import EmbedderError, InvalidInput
 from strata.settings import Settings
 from strata.stores.ports import Embedder
 
-__all__ = ["HashEmbedder", "MiniLMEmbedder", "OpenAIEmbedder", "PreparedEmbedder",
-           "WriteEmbedder", "make_embedder", "set_torch_threads"]
+__all__ = ["HashEmbedder", "JointEmbedder", "MiniLMEmbedder", "OpenAIEmbedder",
+           "PreparedEmbedder", "WriteEmbedder", "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -272,12 +272,24 @@ class _WrappedEmbedder(Generic[E]):
         return self.inner.model_id
 
 
-class WriteEmbedder(_WrappedEmbedder[MiniLMEmbedder]):
+@runtime_checkable
+class JointEmbedder(Embedder, Protocol):
+    """An embedder that gives a text's vector and its token vectors in one call (MiniLM's
+    one forward pass, or one call to the shared Embedder deployment)."""
+
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True
+                           ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
+        ...
+
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]: ...
+
+
+class WriteEmbedder(_WrappedEmbedder[JointEmbedder]):
     """The write path's embedder: a memory's vector and its token vectors from one forward
     pass. ``encode`` keeps the token vectors of the texts it just encoded, and
     ``token_vectors`` (asked next for the same texts, by the hot index) returns them."""
 
-    def __init__(self, inner: MiniLMEmbedder, keep: int = 1024) -> None:
+    def __init__(self, inner: JointEmbedder, keep: int = 1024) -> None:
         super().__init__(inner)
         self._keep = keep
         self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
