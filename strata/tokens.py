@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DIGITS_PER_TOKEN", "LETTERS_PER_TOKEN", "count_tokens"]
+__all__ = ["DIGITS_PER_TOKEN", "LETTERS_PER_TOKEN", "count_pieces", "count_tokens"]
 
 LETTERS_PER_TOKEN = 8
 DIGITS_PER_TOKEN = 2
@@ -28,9 +28,15 @@ _PIECE = re.compile(
     rf"|\d{{1,{DIGITS_PER_TOKEN}}}|[^\sA-Za-z\d]")
 
 
+def count_pieces(text: str) -> int:
+    """The subword pieces of ``text`` (no pieces span whitespace, so texts joined by spaces
+    or newlines have the sum of their pieces)."""
+    return len(_PIECE.findall(text))
+
+
 def count_tokens(text: str) -> int:
     """Estimated tokens of ``text``, upper-leaning so budgets hold. Parts joined by
     whitespace count at least as much together as the whole does."""
     if not text:
         return 0
-    return max(len(_PIECE.findall(text)), -(-len(text) // 4))
+    return max(count_pieces(text), -(-len(text) // 4))

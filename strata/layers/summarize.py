@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import httpx
@@ -21,7 +22,7 @@ from strata.extract.fact_rules import match_facts
 from strata.extract.intents import is_acknowledgement, is_question
 from strata.models import Turn
 from strata.settings import Settings
-from strata.tokens import count_tokens
+from strata.tokens import count_pieces, count_tokens
 
 __all__ = [
     "LLMSummarizer",
@@ -64,8 +65,10 @@ def split_sentences(text: str) -> list[str]:
     return [p.strip() for p in parts if p and p.strip()]
 
 
+@lru_cache(maxsize=8192)
 def salient_score(sentence: str) -> float:
-    """How much a sentence carries that a summary must keep (0 = small talk)."""
+    """How much a sentence carries that a summary must keep (0 = small talk). Cached: the
+    summary's lines are scored again each time a turn is folded in."""
     concrete = _NUMBER.search(sentence) or _MONEY.search(sentence)
     if is_acknowledgement(sentence) or (not concrete and (
             is_question(sentence) or _FILLER.match(sentence.strip()))):
@@ -108,12 +111,23 @@ class RuleSummarizer:
 
     @staticmethod
     def _fit(lines: list[str], budget_tokens: int) -> str:
-        """Drop the least salient (then oldest) lines until the summary fits the budget."""
-        while lines and count_tokens("\n".join(lines)) > budget_tokens:
-            scores = [salient_score(ln) for ln in lines]
-            worst = min(range(len(lines)), key=lambda i: (scores[i], i))
-            lines.pop(worst)
-        return "\n".join(lines)
+        """Drop the least salient (then oldest) lines until the summary fits the budget.
+
+        Runs on every turn that evicts one, so it is linear: each line is scored once, and
+        the joined text's count is kept as it shrinks (``count_tokens`` of lines joined by
+        newlines is the larger of their pieces' sum and the joined length ÷ 4)."""
+        pieces = sum(count_pieces(ln) for ln in lines)
+        chars = sum(len(ln) for ln in lines)
+        kept = len(lines)
+        dropped: set[int] = set()
+        for worst in sorted(range(len(lines)), key=lambda i: (salient_score(lines[i]), i)):
+            if max(pieces, -(-(chars + max(kept - 1, 0)) // 4)) <= budget_tokens:
+                break
+            dropped.add(worst)
+            pieces -= count_pieces(lines[worst])
+            chars -= len(lines[worst])
+            kept -= 1
+        return "\n".join(ln for i, ln in enumerate(lines) if i not in dropped)
 
 
 class LLMSummarizer:
