@@ -91,6 +91,9 @@ def salient_score(sentence: str) -> float:
     return score
 
 
+_line_pieces = lru_cache(maxsize=8192)(count_pieces)  # a summary's lines, counted once
+
+
 class Summarizer(Protocol):
     """Folds evicted turns into the previous summary within a token budget."""
 
@@ -116,7 +119,7 @@ class RuleSummarizer:
         Runs on every turn that evicts one, so it is linear: each line is scored once, and
         the joined text's count is kept as it shrinks (``count_tokens`` of lines joined by
         newlines is the larger of their pieces' sum and the joined length ÷ 4)."""
-        pieces = sum(count_pieces(ln) for ln in lines)
+        pieces = sum(_line_pieces(ln) for ln in lines)
         chars = sum(len(ln) for ln in lines)
         kept = len(lines)
         dropped: set[int] = set()
@@ -124,7 +127,7 @@ class RuleSummarizer:
             if max(pieces, -(-(chars + max(kept - 1, 0)) // 4)) <= budget_tokens:
                 break
             dropped.add(worst)
-            pieces -= count_pieces(lines[worst])
+            pieces -= _line_pieces(lines[worst])
             chars -= len(lines[worst])
             kept -= 1
         return "\n".join(ln for i, ln in enumerate(lines) if i not in dropped)
