@@ -32,7 +32,7 @@ from strata.stores.ports import VectorStore
 from strata.stores.redis import RedisStore
 from strata.stores.snapshot import KnowledgeSnapshot
 
-__all__ = ["IngressState", "embedder_unavailable", "resolve", "shard_unavailable"]
+__all__ = ["IngressState", "resolve", "shard_unavailable"]
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors.boundary import strata_errors
+from actors.shared_embedder import embedder_unavailable
 from serve_app.guards import api_router
-from serve_app.routes.base import IngressState, embedder_unavailable
+from serve_app.routes.base import IngressState
 from serve_app.routes.deps import Caller
 from strata.layers.knowledge import (
     DocumentIn,
