@@ -122,9 +122,15 @@ class RuleSummarizer:
         pieces = sum(_line_pieces(ln) for ln in lines)
         chars = sum(len(ln) for ln in lines)
         kept = len(lines)
+
+        def fits() -> bool:
+            return max(pieces, -(-(chars + max(kept - 1, 0)) // 4)) <= budget_tokens
+
         dropped: set[int] = set()
+        if fits():  # the common case: nothing to drop, nothing to rank
+            return "\n".join(lines)
         for worst in sorted(range(len(lines)), key=lambda i: (salient_score(lines[i]), i)):
-            if max(pieces, -(-(chars + max(kept - 1, 0)) // 4)) <= budget_tokens:
+            if fits():
                 break
             dropped.add(worst)
             pieces -= _line_pieces(lines[worst])
