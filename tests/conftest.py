@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +29,13 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
 def redis_store(
     redis_server: EmbeddedRedis, request: pytest.FixtureRequest
 ) -> Iterator[RedisStore]:
-    """A RedisStore on the session's server, under a key prefix of its own."""
-    store = RedisStore(redis_server.url, prefix=f"t:{request.node.name}:")
+    """A RedisStore on the session's server, under a key prefix of its own. The prefix has
+    no glob characters: a parametrized test's name holds ``[...]``, which ``KEYS``/``SCAN``
+    read as a character class, so a scan under it would find nothing and a "no secret left
+    in Redis" check would pass without looking."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    store = RedisStore(redis_server.url, prefix=f"t:{name}-{digest}:")
     yield store
     store.close()
 
