@@ -79,8 +79,10 @@ class EmbedderCalls:
         rows: list[list[float]] = self._result(lambda d: d.encode_many.remote(texts))
         return rows
 
-    def encode_with_tokens(self, texts: list[str]) -> tuple[Any, list[Any]]:
-        both: tuple[Any, list[Any]] = self._result(lambda d: d.encode_with_tokens.remote(texts))
+    def encode_with_tokens(self, texts: list[str], queries: bool = False
+                           ) -> tuple[Any, list[Any]]:
+        both: tuple[Any, list[Any]] = self._result(
+            lambda d: d.encode_with_tokens.remote(texts, queries))
         return both
 
     def token_vectors(self, texts: list[str]) -> list[Any]:
@@ -118,11 +120,12 @@ class SharedTokenEmbedder(SharedEmbedder):
     """``SharedEmbedder`` of a model with token vectors: a text's vector and its token
     vectors come back from one call (``JointEmbedder``)."""
 
-    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True,
+                           queries: bool = False
                            ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
         if not texts or not tokens:
             return self.encode(texts), []
-        pooled, vectors = self._calls.encode_with_tokens(list(texts))
+        pooled, vectors = self._calls.encode_with_tokens(list(texts), queries)
         return _matrix(pooled), [_matrix(v) for v in vectors]
 
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:

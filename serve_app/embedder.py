@@ -40,12 +40,13 @@ class EmbedderService:
 
     # the shards' calls with STRATA_SHARD_EMBEDDING=embedder (actors/shared_embedder.py):
     # arrays, not lists — a write's token vectors are ~30 KB a text
-    def encode_with_tokens(self, texts: list[str]
+    def encode_with_tokens(self, texts: list[str], queries: bool = False
                            ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
-        """Vectors and token vectors of ``texts`` (one forward pass where the model has it)."""
+        """Vectors and token vectors of ``texts`` (one forward pass where the model has it;
+        ``queries``: of their content words)."""
         if not isinstance(self._embedder, TokenEmbedder):
             raise EmbedderError(f"{self._embedder.model_id} has no token vectors")
-        pooled, tokens = pooled_and_tokens(self._embedder, texts)
+        pooled, tokens = pooled_and_tokens(self._embedder, texts, queries)
         return pooled, tokens or []
 
     def token_vectors(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from strata.errors import EmbedderError, InvalidInput
 from strata.settings import Settings
+from strata.stores.lexical import content_pieces
 from strata.stores.ports import Embedder
 
 __all__ = ["HashEmbedder", "JointEmbedder", "MiniLMEmbedder", "OpenAIEmbedder",
@@ -136,9 +137,12 @@ class MiniLMEmbedder:
         [CLS] and [SEP] markers (late interaction, ``strata.recall.late``)."""
         return self.encode_with_tokens(texts)[1]
 
-    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True,
+                           queries: bool = False
                            ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
-        """``encode`` and ``token_vectors`` of the same texts from one forward pass.
+        """``encode`` and ``token_vectors`` of the same texts from one forward pass;
+        ``queries``: the token vectors of content words only (``lexical.content_pieces``; all
+        of them for a text that has none).
 
         The model is called directly (tokenizer, BERT, mean pooling over the attention
         mask, unit length): the same vectors as ``SentenceTransformer.encode`` (to float
@@ -153,7 +157,7 @@ class MiniLMEmbedder:
         try:
             for start in range(0, len(order), self._batch_size):
                 chunk = order[start:start + self._batch_size]
-                means, rows = self._forward([texts[i] for i in chunk], tokens)
+                means, rows = self._forward([texts[i] for i in chunk], tokens, queries)
                 pooled[chunk] = means
                 for i, row in zip(chunk, rows, strict=False):
                     vectors[i] = row
@@ -161,7 +165,7 @@ class MiniLMEmbedder:
             raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
         return pooled, vectors if tokens else []
 
-    def _forward(self, texts: list[str], tokens: bool
+    def _forward(self, texts: list[str], tokens: bool, queries: bool = False
                  ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
         import torch
 
@@ -183,9 +187,18 @@ class MiniLMEmbedder:
                 return pooled, []
             matrix = hidden.numpy().astype(np.float32)
             lengths = mask.sum(1).tolist()
+            ids = enc["input_ids"].tolist()
         rows = [_normalize(m[1:n - 1] if n > 2 else m[:n])
                 for m, n in zip(matrix, lengths, strict=True)]
+        if queries:
+            rows = [self._content(row, i[1:n - 1]) if n > 2 else row
+                    for row, i, n in zip(rows, ids, lengths, strict=True)]
         return pooled, rows
+
+    def _content(self, row: npt.NDArray[np.float32], ids: list[int]
+                 ) -> npt.NDArray[np.float32]:
+        keep = np.asarray(content_pieces(self._tokenizer.convert_ids_to_tokens(ids)), dtype=bool)
+        return row[keep] if keep.any() else row
 
 
 def _array(value: Any) -> npt.NDArray[np.float32]:
@@ -277,7 +290,8 @@ class JointEmbedder(Embedder, Protocol):
     """An embedder that gives a text's vector and its token vectors in one call (MiniLM's
     one forward pass, or one call to the shared Embedder deployment)."""
 
-    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True,
+                           queries: bool = False
                            ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
         ...
 
@@ -303,6 +317,12 @@ class WriteEmbedder(_WrappedEmbedder[JointEmbedder]):
             while len(self._recent) > self._keep:
                 self._recent.popitem(last=False)
         return pooled
+
+    def encode_with_tokens(self, texts: Sequence[str], tokens: bool = True,
+                           queries: bool = False
+                           ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
+        """Both at once, kept nowhere (a recall's query)."""
+        return self.inner.encode_with_tokens(texts, tokens, queries)
 
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
         with self._lock:

@@ -63,6 +63,30 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def content_pieces(pieces: Sequence[str]) -> list[bool]:
+    """Which of a subword tokenizer's pieces (WordPiece: ``##`` continues a word) belong to
+    a content word: not punctuation, not a stop word. A query's late-interaction tokens are
+    these (``strata.recall.late``): a function word of the question matches the same word in
+    every text and only dilutes MaxSim."""
+    keep: list[bool] = []
+    word: list[str] = []
+
+    def close() -> None:
+        text = word[0] + "".join(p[2:] for p in word[1:])
+        keep.extend([bool(_WORD.search(text)) and text.lower() not in STOP_WORDS] * len(word))
+
+    for piece in pieces:
+        if piece.startswith("##") and word:
+            word.append(piece)
+            continue
+        if word:
+            close()
+        word = [piece]
+    if word:
+        close()
+    return keep
+
+
 def normalize(text: str) -> str:
     """The text Milvus indexes for BM25: the terms of ``tokenize``, space-separated."""
     return " ".join(tokenize(text))

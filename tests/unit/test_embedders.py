@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from strata.errors import EmbedderError
-from strata.recall.late import late_scorer, maxsim
+from strata.recall.late import embed_queries, late_scorer, maxsim
 from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, OpenAIEmbedder, WriteEmbedder
+from strata.stores.lexical import content_pieces
 from strata.tokens import count_tokens
 
 
@@ -131,3 +132,24 @@ def test_the_direct_forward_pass_gives_sentence_transformers_vectors(
         want = feat["token_embeddings"][:n].numpy()[1:-1]
         want = want / np.linalg.norm(want, axis=1, keepdims=True)
         assert rows.shape == want.shape and np.allclose(rows, want, atol=1e-5), text
+
+
+def test_content_pieces_drop_function_words_and_punctuation() -> None:
+    pieces = ["what", "activities", "does", "melanie", "part", "##ake", "in", "?"]
+    assert content_pieces(pieces) == [False, True, False, True, True, True, False, False]
+    assert content_pieces(["我", "住", "在", "哪", "个", "城", "市", "？"]) == [
+        True, True, False, True, True, True, True, False]
+    assert content_pieces([]) == []
+    assert content_pieces(["##ing"]) == [True]  # a stray continuation starts a word
+
+
+def test_a_query_keeps_the_token_vectors_of_its_content_words(minilm: MiniLMEmbedder) -> None:
+    query = "What activities does Melanie partake in?"
+    (every,) = minilm.token_vectors([query])
+    (embedded,) = embed_queries(WriteEmbedder(minilm), [query])
+    assert embedded.tokens is not None and len(every) == 8
+    # what, does, in, ? are gone; activities, melanie, part, ##ake stay, unchanged
+    assert np.allclose(embedded.tokens, every[[1, 3, 4, 5]], atol=1e-6)
+    assert np.allclose(embedded.vector, minilm.encode([query])[0], atol=1e-5)
+    (only_stop,) = embed_queries(minilm, ["what is it?"])  # nothing left: every token stays
+    assert only_stop.tokens is not None and len(only_stop.tokens) == 4
