@@ -23,6 +23,7 @@ from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.models import MemoryAnswer
 from strata.shard.service import SessionShardService
+from strata.stores import lexical
 from strata.stores.embedders import JointEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Embedder
@@ -61,6 +62,20 @@ class SessionShard(SessionShardService):
                          daemon=True).start()
         threading.Thread(target=self._every, args=(parsed.hot_persist_every_s,
                                                    self.persist_hot), daemon=True).start()
+        threading.Thread(target=self._warm, daemon=True).start()
+
+    def _warm(self) -> None:
+        """Load now, in the background, what the first turns would otherwise wait for:
+        jieba's dictionary and, when the model is the shard's own, the long-term memory
+        (its embedding model: ~15 s on 2 cores, which the first batch of turns with an
+        explicit "remember" used to wait). A failure only means the first use loads it."""
+        try:
+            lexical.warm()
+            if self._settings.shard_embedding == "own":
+                self.memories.longterm  # noqa: B018 — built on first access
+        except Exception as exc:  # retried on first use
+            logger.warning("shard %s: warm-up failed, loaded on first use instead: %s",
+                           self.shard_id, exc)
 
     def _sweep_all(self) -> None:
         self.sweep()
@@ -90,6 +105,10 @@ class SessionShard(SessionShardService):
 
     def pid(self) -> int:
         return os.getpid()
+
+    def has_longterm(self) -> bool:
+        """Whether the long-term memory is built (the warm-up builds it at start)."""
+        return self.memories.hot_index() is not None
 
     def holds_model(self) -> bool:
         """Whether this process has imported the local model's code (sentence-transformers):

@@ -23,6 +23,7 @@ from strata.layers.decay import DecayPolicy, SweepPlan, plan_sweep
 from strata.models import Collection, MemoryStatus, RecordFilter, Scope, SearchHit, StoredRecord
 from strata.runtime import open_milvus
 from strata.settings import Settings
+from strata.stores import lexical
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.ports import DecayFields, PurgeReport, VectorStore
 from strata.stores.reembed import ReembedReport, reembed_with
@@ -46,6 +47,7 @@ class StoreOwnerService:
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, args=(tick_s,), daemon=True)
         self._ticker.start()
+        threading.Thread(target=lexical.warm, daemon=True).start()  # BM25 terms of writes
 
     def _tick(self, tick_s: float) -> None:
         while not self._stop.wait(tick_s):

@@ -218,6 +218,24 @@ def load_users(base: str, headers: dict[str, str], users: list[UserData], level:
     return out
 
 
+def load_everything(args: argparse.Namespace, base: str, headers: dict[str, str], tag: str,
+                    users: list[UserData], report: dict[str, Any]) -> None:
+    """Ingestion throughput on throwaway users, then the recall users loaded."""
+    paths = api.api_paths(base, headers)
+    has_batch = api.BATCH_PATH in paths if paths else True
+    print(f"\nturn ingestion over HTTP (throwaway users); batch endpoint: "
+          f"{'yes' if has_batch else 'no'}", flush=True)
+    report["ingestion"] = ingestion_throughput(base, headers, args, tag, has_batch)
+
+    print("\nloading the recall users through the API", flush=True)
+    locomo = [u for u in users if u.source == "locomo"]
+    synthetic = [u for u in users if u.source == "synthetic"]
+    report["locomo_ingestion"] = load_users(base, headers, locomo, 1, has_batch,
+                                            "LoCoMo dev", args.drain_timeout_s)
+    report["synthetic_ingestion"] = load_users(base, headers, synthetic, args.load_level,
+                                               has_batch, "synthetic", args.drain_timeout_s)
+
+
 # -- main --------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -255,6 +273,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="embed each mem0 session's turns in one batch before add() (same "
                    "model and vectors; only mem0's ingestion gets faster)")
     p.add_argument("--keep-data", action="store_true", help="keep the temporary directory")
+    p.add_argument("--reuse-tag", default=None, help=(
+        "with --url: question the users a previous run (its tag) loaded into that server; "
+        "no ingestion, no loading"))
+    p.add_argument("--server-pid", type=int, default=None,
+                   help="with --url: the server's pid, for --quiet-cores")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--quick", action="store_true", help="1 conversation, 5 users x 50 "
                    "memories, 30 requests per level, 50 single + 8 batched ingestion requests")
@@ -276,13 +299,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.counts = counts
     if any("=" not in kv for kv in args.server_env):
         p.error("--server-env takes KEY=VALUE")
+    if args.reuse_tag and not args.url:
+        p.error("--reuse-tag questions a running server's users: give --url")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     headers = {"Authorization": f"Bearer {args.key}"}
-    tag = uuid.uuid4().hex[:6]
+    tag = args.reuse_tag or uuid.uuid4().hex[:6]
     t_all = time.monotonic()
     print(f"python {platform.python_version()}, httpx {httpx.__version__}, {os.cpu_count()} "
           f"cpus, load avg {os.getloadavg()[0]:.2f}; strata {revision()}; run tag {tag}; "
@@ -319,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             report["server_start_s"] = round(server.start(), 1)
             print(f"  ready in {report['server_start_s']} s (pid {server.pid})", flush=True)
             base = server.base
-        args.server_pid = server.pid if server is not None else None
+        args.server_pid = server.pid if server is not None else args.server_pid
         run_benchmark(args, base, headers, tag, users, questions, mem0, report)
     finally:
         if server is not None:
@@ -364,19 +389,10 @@ def start_mem0(tmp: Path, users: list[UserData], batch_embed: bool,
 def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], tag: str,
                   users: list[UserData], questions: list[Question], mem0: Any,
                   report: dict[str, Any]) -> None:
-    paths = api.api_paths(base, headers)
-    has_batch = api.BATCH_PATH in paths if paths else True
-    print(f"\nturn ingestion over HTTP (throwaway users); batch endpoint: "
-          f"{'yes' if has_batch else 'no'}", flush=True)
-    report["ingestion"] = ingestion_throughput(base, headers, args, tag, has_batch)
-
-    print("\nloading the recall users through the API", flush=True)
-    locomo = [u for u in users if u.source == "locomo"]
-    synthetic = [u for u in users if u.source == "synthetic"]
-    report["locomo_ingestion"] = load_users(base, headers, locomo, 1, has_batch,
-                                            "LoCoMo dev", args.drain_timeout_s)
-    report["synthetic_ingestion"] = load_users(base, headers, synthetic, args.load_level,
-                                               has_batch, "synthetic", args.drain_timeout_s)
+    if args.reuse_tag:
+        print(f"\nreusing the users of run {tag} (nothing ingested or loaded)", flush=True)
+    else:
+        load_everything(args, base, headers, tag, users, report)
     watch = HotIndexWatch(base, headers)
     report["hot_index_before"] = watch.sample("after ingestion")
     if args.server_pid and args.quiet_cores > 0:

@@ -51,6 +51,12 @@ def _stem(word: str) -> str:
     return str(stemmer.stemWord(word))
 
 
+def warm() -> None:
+    """Load jieba's dictionary now (the first ``tokenize`` of a process otherwise waits
+    ~1 s for it; a long-lived process calls this at start)."""
+    jieba.initialize()
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms: jieba/lower-cased words, English stemmed, stop words and punctuation
     dropped."""

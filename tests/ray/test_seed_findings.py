@@ -13,8 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import ray
 from live import ACME, KEYS, Api, live_app
 
+from actors.directory import shard_name
+from serve_app import main
 from strata.models import utcnow
 from strata.stores.redis import RedisStore
 
@@ -41,6 +44,21 @@ def create(api: Api, user: str, body: dict[str, Any],
     resp = api.http.post(f"/v1/users/{user}/memories", headers=headers, json=body)
     assert resp.status_code in (200, 201), resp.text
     return resp.json()  # type: ignore[no-any-return]
+
+
+def test_a_started_shard_loads_its_model_before_the_first_turn(api: Api) -> None:
+    # the first test of the module: no call has reached a shard yet; the shards' warm-up
+    # builds the long-term memory (the embedding model) in the background, so the first
+    # turn with an explicit "remember" does not wait ~15 s for it
+    shards = []
+    while True:
+        try:
+            shards.append(ray.get_actor(shard_name(len(shards)), namespace=main.NAMESPACE))
+        except ValueError:
+            break
+    assert shards
+    api.wait_for(lambda: all(ray.get([s.has_longterm.remote() for s in shards])), 120)
+    assert all(ray.get([s.holds_model.remote() for s in shards]))
 
 
 # -- forgetting is never read as remembering --------------------------------------------------
