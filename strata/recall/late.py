@@ -115,7 +115,7 @@ def pooled_and_tokens(embedder: object, texts: Sequence[str], queries: bool = Fa
     embedder can tell them (``JointEmbedder.encode_with_tokens``)."""
     both = getattr(embedder, "encode_with_tokens", None)
     if both is not None:
-        pooled, tokens = both(list(texts), queries=queries) if queries else both(list(texts))
+        pooled, tokens = both(list(texts), queries=queries)
         return pooled, tokens
     assert isinstance(embedder, Embedder)
     pooled = embedder.encode(list(texts))
