@@ -6,7 +6,9 @@ also named in the turn's ``metadata.speaker``); each
 session is closed so extraction runs as in production; then every question of categories 1–4
 goes through the recall API. Metrics follow ``shared/data/README.md``: recall@k over the
 evidence dia_ids named by the items' provenance (items naming more than 2 turns count for
-none), MRR of the first evidence hit, mean context tokens, recall latency, ingestion time.
+none), MRR of the first evidence hit, mean context tokens, recall latency, ingestion time;
+beside them, the share of each answer's words the context holds (the answers are read to
+score, never to recall).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from strata.client import Client
+from strata.stores.lexical import tokenize
 from strata.tokens import count_tokens
 
-__all__ = ["EvalReport", "conversation_sessions", "evaluate", "format_table", "parse_session_date",
-           "turn_text"]
+__all__ = ["EvalReport", "answer_words", "conversation_sessions", "evaluate", "format_table",
+           "parse_session_date", "turn_text"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MAX_PROVENANCE_TURNS = 2
@@ -43,6 +46,9 @@ class CategoryScore(BaseModel):
     questions: int = 0
     recall_at: dict[str, float] = Field(default_factory=dict)
     mrr: float = 0.0
+    # the share of the answer's words (index terms) the context holds, at the largest k: a
+    # check that the context carries what the evidence says, not only the evidence's ids
+    answer_words: float = 0.0
 
 
 class QuestionResult(BaseModel):
@@ -54,6 +60,7 @@ class QuestionResult(BaseModel):
     evidence: list[str]
     found: list[str]  # the evidence among the recalled items' turns
     first_hit_rank: int | None
+    answer_words: float | None = None  # None: the answer has no index terms
 
 
 class EvalReport(BaseModel):
@@ -160,7 +167,7 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
     ingestion_s = time.monotonic() - started
     wait_s = _wait_for_extraction(client)
 
-    per_q: list[tuple[int, dict[int, float], float]] = []
+    per_q: list[tuple[int, dict[int, float], float, float | None]] = []
     outcomes: list[QuestionResult] = []
     tokens: dict[int, list[int]] = {k: [] for k in ks}
     latencies: list[float] = []
@@ -171,6 +178,7 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
             evidence = set(q["evidence"])
             recall_at: dict[int, float] = {}
             reciprocal = 0.0
+            words: float | None = None
             for k in ks:
                 t0 = time.perf_counter()
                 resp = client.recall(user, str(q["question"]), top_k=k,
@@ -183,19 +191,23 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
                 if k == max(ks):
                     rank = next((i for i, h in enumerate(hits, 1) if h & evidence), None)
                     reciprocal = 1.0 / rank if rank else 0.0
+                    words = answer_words(str(q.get("answer", "")), resp["context"])
                     outcomes.append(QuestionResult(
                         conversation=name, category=CATEGORIES[int(q["category"])],
                         question=str(q["question"]), evidence=sorted(evidence),
-                        found=sorted(evidence & found), first_hit_rank=rank))
-            per_q.append((int(q["category"]), recall_at, reciprocal))
+                        found=sorted(evidence & found), first_hit_rank=rank,
+                        answer_words=words))
+            per_q.append((int(q["category"]), recall_at, reciprocal, words))
 
-    def score(rows: list[tuple[int, dict[int, float], float]]) -> CategoryScore:
+    def score(rows: list[tuple[int, dict[int, float], float, float | None]]) -> CategoryScore:
         if not rows:
             return CategoryScore()
+        worded = [r[3] for r in rows if r[3] is not None]
         return CategoryScore(
             questions=len(rows),
             recall_at={str(k): round(statistics.fmean(r[1][k] for r in rows), 4) for k in ks},
-            mrr=round(statistics.fmean(r[2] for r in rows), 4))
+            mrr=round(statistics.fmean(r[2] for r in rows), 4),
+            answer_words=round(statistics.fmean(worded), 4) if worded else 0.0)
 
     lat = sorted(latencies)
     return EvalReport(
@@ -211,13 +223,20 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
         questions=outcomes)
 
 
+def answer_words(answer: str, context: str) -> float | None:
+    """The share of the answer's index terms found in the context (None: it has none)."""
+    wanted = set(tokenize(answer))
+    return len(wanted & set(tokenize(context))) / len(wanted) if wanted else None
+
+
 def format_table(report: EvalReport) -> str:
     ks = report.ks
-    head = ["category", "n"] + [f"R@{k}" for k in ks] + ["MRR"]
+    head = ["category", "n"] + [f"R@{k}" for k in ks] + ["MRR", "answer words"]
     rows = [head]
     for name, sc in [*report.by_category.items(), ("overall", report.overall)]:
         rows.append([name, str(sc.questions)] + [f"{sc.recall_at.get(str(k), 0):.3f}"
-                                                 for k in ks] + [f"{sc.mrr:.3f}"])
+                                                 for k in ks]
+                    + [f"{sc.mrr:.3f}", f"{sc.answer_words:.3f}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     lines.append(f"context tokens (mean): {report.context_tokens_mean}   "

@@ -7,6 +7,7 @@ process); the search that finds them is ``strata.recall.service``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -21,10 +22,15 @@ from strata.models import (
     Turn,
     context_name,
 )
-from strata.recall.context import ContextBuilder, correction_label, label
+from strata.recall.context import ContextBuilder, correction_label, heading, line_cost
+from strata.recall.excerpts import Excerpt, share_budget
 from strata.recall.recipes import RecallRecipe
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem, collapse_copies, dedup
+from strata.stores.lexical import tokenize
+
+# a sentence's index terms, cached: the same memories come back recall after recall
+sentence_terms = lru_cache(maxsize=16384)(tokenize)
 
 __all__ = ["CONTEXT_BOOST", "LayerCandidates", "WorkingSnapshot", "assemble", "could_pass",
            "in_context", "memory_context", "select_candidates", "working_only"]
@@ -78,24 +84,30 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     if working is not None and Layer.WORKING in decision.layers:
         builder.add_working(working.window, working.summary, working.pinned,
                             working.task_state)
-    added = 0  # the best top_k items that fit the budget (a long one is skipped)
+    chosen: list[tuple[ScoredItem, str, Excerpt, ScoredItem | None]] = []
     covered: set[tuple[str | None, str]] = set()  # source turns already in the context
+    terms = set(tokenize(request.query))
     for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard):
-        if added == request.top_k:
+        if len(chosen) == request.top_k:
             break
         sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
         if sources and sources <= covered:
             continue  # says again what a better item from the same turns said
         knowledge = item.layer == Layer.KNOWLEDGE
-        block = "knowledge" if knowledge else "long_term"
         correction = corrections.get(item.id) if knowledge else None
-        line = label(item) if correction is None else (
-            f"{label(item)}\n{correction_label(correction)}")
-        if builder.add(block, line, item):
-            added += 1
-            covered |= sources
-            if correction is not None:
-                builder.included.append(correction)
+        text = item.text if correction is None else (
+            f"{item.text}\n{correction_label(correction)}")
+        chosen.append((item, "knowledge" if knowledge else "long_term",
+                       Excerpt(heading(item), text, terms, sentence_terms,
+                               cuttable=correction is None), correction))
+        covered |= sources
+    # the best top_k items, the longest cut to their sentences that matter (excerpts)
+    lines = share_budget([e for _, _, e, _ in chosen],
+                         builder.room({block for _, block, _, _ in chosen}), line_cost,
+                         request.top_k)
+    for (item, block, _, correction), line in zip(chosen, lines, strict=True):
+        if line is not None and builder.add(block, line, item) and correction is not None:
+            builder.included.append(correction)
     items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                         created_at=i.created_at, confidence=i.confidence, source=i.source,
                         provenance=i.provenance, context=i.context) for i in builder.included]

@@ -9,7 +9,7 @@ typed does not travel with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,8 @@ from strata.models import Layer, Turn
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
-__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "correction_label", "label"]
+__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "correction_label", "heading",
+           "label", "line_cost"]
 
 WORKING_SHARE = 0.6  # working memory may use at most this share of the budget
 SUMMARY_SHARE = 0.4  # the rolling summary may use at most this share of working memory's
@@ -34,13 +35,18 @@ def _date(when: datetime | None) -> str:
     return f"{when.day} {_MONTHS[when.month - 1]} {when.year}" if when else "undated"
 
 
-def label(item: ScoredItem) -> str:
-    """``[fact 30 Nov 2026] text`` — the source and date of every line; what the agent
+def heading(item: ScoredItem) -> str:
+    """``[fact 30 Nov 2026] `` — the source and date every line starts with; what the agent
     inferred says so (``[fact · inferred 30 Nov 2026]``), never passing for what the user
     stated."""
     inferred = " · inferred" if item.source == "inferred" else ""
     context = f" · {item.context}" if item.context else ""
-    return f"[{item.kind}{inferred}{context} {_date(item.created_at)}] {item.text}"
+    return f"[{item.kind}{inferred}{context} {_date(item.created_at)}] "
+
+
+def label(item: ScoredItem) -> str:
+    """``[fact 30 Nov 2026] text``: the item's line in the context."""
+    return heading(item) + item.text
 
 
 def _trimmed(text: str, tokens: int) -> str:
@@ -65,6 +71,11 @@ def correction_label(correction: ScoredItem) -> str:
     return f"[the user's correction {_date(correction.created_at)}] {correction.text}"
 
 
+def line_cost(line: str) -> int:
+    """The tokens one line adds to a block."""
+    return count_tokens("\n" + line)
+
+
 class ContextBuilder:
     """Adds lines block by block while the whole context stays within the budget."""
 
@@ -83,7 +94,13 @@ class ContextBuilder:
 
     def _cost(self, block: str, line: str) -> int:
         header = 0 if self._blocks[block] else count_tokens("\n\n" + HEADERS[block])
-        return header + count_tokens("\n" + line)
+        return header + line_cost(line)
+
+    def room(self, blocks: Collection[str]) -> int:
+        """The tokens left for lines in ``blocks`` (their headers paid)."""
+        headers = sum(count_tokens("\n\n" + HEADERS[b]) for b in set(blocks)
+                      if not self._blocks[b])
+        return self.budget - self._used - headers
 
     def _fits(self, block: str, line: str, limit: int) -> bool:
         return self._used + self._cost(block, line) <= limit
