@@ -163,18 +163,25 @@ class QueryBatcher:
         self.queries = 0
 
     def embed(self, text: str) -> QueryEmbedding:
-        me = _Waiting(text)
+        return self.embed_all([text])[0]
+
+    def embed_all(self, texts: Sequence[str]) -> list[QueryEmbedding]:
+        """Several texts of one caller, queued together (one forward pass unless the batch
+        is full)."""
+        mine = [_Waiting(text) for text in texts]
         with self._lock:
-            self._queue.append(me)
+            self._queue.extend(mine)
             lead, self._running = not self._running, True
-        if not lead:
-            me.wake.wait()  # a result, or the turn to lead the next batch
-        if not me.done:
-            self._lead()
-        if me.error is not None:
-            raise me.error
-        assert me.result is not None
-        return me.result
+        for i, me in enumerate(mine):
+            if not (lead and i == 0):
+                me.wake.wait()  # a result, or the turn to lead the next batch
+            if not me.done:
+                self._lead()
+            if me.error is not None:
+                raise me.error
+        out = [me.result for me in mine]
+        assert all(r is not None for r in out)
+        return [r for r in out if r is not None]
 
     def _lead(self) -> None:
         with self._lock:

@@ -12,6 +12,7 @@ from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
 from strata.models import LONG_TERM, Layer, RecallRequest, Scope
 from strata.recall.assembly import LayerCandidates, could_pass, select_candidates
+from strata.recall.granularity import without_speakers
 from strata.recall.late import QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.service import RecallService, correction_items, decide_route
@@ -44,9 +45,6 @@ class ShardRecall:
         it is asked for only once the user's index is loaded and the route is known);
         without it the shard embeds the query with its own model, and the answer carries
         the embedding."""
-        if query is None:
-            def query() -> QueryEmbedding:
-                return self.embed_query(request.query)
         decision = decide_route(request, working is not None, recipe=recipe)
         try:
             longterm = self._longterm.get()
@@ -69,12 +67,20 @@ class ShardRecall:
             return MemoryAnswer(decision=decision, working=working,
                                 found=LayerCandidates(degraded=True))
         waited = time.perf_counter()
-        embedded = query()
+        # the dense search of the personal layers: the query without the names of the
+        # people speaking in the user's conversations (granularity.without_speakers)
+        topic = without_speakers(request.query, hot.speakers(scope)) if hot is not None else None
+        if query is None:  # both embedded in one pass
+            embedded, *rest = self.embed_queries([request.query, *([topic] if topic else [])])
+        else:
+            embedded = query()
+            rest = self.embed_queries([topic]) if topic else []
+        vector = rest[0].vector if rest else embedded.vector
         waited = (time.perf_counter() - waited) * 1000
         late = None
         if hot is not None and embedded.tokens is not None and recipe.late_share > 0:
             late = hot.late_scorer(scope, embedded.tokens)
-        found = service.search_layers(scope, request, embedded.vector, personal, recipe,
+        found = service.search_layers(scope, request, vector, personal, recipe,
                                       late=late,
                                       terms_of=hot.terms_of(scope) if hot is not None else None)
         found.timings_ms["embedding_wait"] = waited
@@ -87,18 +93,18 @@ class ShardRecall:
                             embedding=embedded if Layer.KNOWLEDGE in decision.layers else None,
                             corrections=corrections)
 
-    def embed_query(self, text: str) -> QueryEmbedding:
-        """The query's embedding by the shard's embedder (its own model, or the shared
-        Embedder deployment's with ``STRATA_SHARD_EMBEDDING=embedder``), batched with
-        concurrent ones."""
+    def embed_queries(self, texts: list[str]) -> list[QueryEmbedding]:
+        """The queries' embeddings by the shard's embedder (its own model, or the shared
+        Embedder deployment's with ``STRATA_SHARD_EMBEDDING=embedder``), in one batch with
+        concurrent recalls' queries."""
         started = time.perf_counter()
         if self._queries is None:
             embedder = self._longterm.get().embedder
             with self._lock:
                 if self._queries is None:
                     self._queries = QueryBatcher(lambda texts: embed_queries(embedder, texts))
-        embedded = self._queries.embed(text)
-        logger.debug("query embedded in the shard in %.1f ms",
+        embedded = self._queries.embed_all(texts)
+        logger.debug("%d queries embedded in the shard in %.1f ms", len(texts),
                      (time.perf_counter() - started) * 1000)
         return embedded
 

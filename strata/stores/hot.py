@@ -219,6 +219,13 @@ class HotIndexStore(TableServed):
 
         return score
 
+    def speakers(self, scope: Scope) -> frozenset[str]:
+        """The people speaking in the user's multi-party conversations (their episodes'
+        ``metadata.speaker``)."""
+        table = self._user(scope).tables[Collection.EPISODES]
+        with self._index:
+            return frozenset(table.speakers)
+
     def terms_of(self, scope: Scope) -> Callable[[str], Collection_[str]]:
         """A text's index terms as the user's episodes table stored them at write time
         (``strata.stores.lexical.tokenize`` for a text it does not hold)."""

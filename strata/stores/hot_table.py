@@ -52,6 +52,9 @@ class HotTable:
         self._masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._total_length = 0.0
         self.nbytes = 0
+        # the people speaking in the user's multi-party conversations (``metadata.speaker``);
+        # kept when their rows go (a name the query strips is only a name)
+        self.speakers: set[str] = set()
 
     # -- writes --------------------------------------------------------------------------
     def put(self, record: StoredRecord, vector: Sequence[float] | npt.NDArray[np.float32],
@@ -77,6 +80,9 @@ class HotTable:
         if tokens:
             self._tokens[row] = tokens
         self._by_text[record.text] = row
+        speaker = (record.payload.get("metadata") or {}).get("speaker")
+        if isinstance(speaker, str) and speaker.strip():
+            self.speakers.add(speaker.strip())
         self.nbytes += self._row_bytes(slim, tokens)
         self._masks.clear()
 

@@ -35,6 +35,7 @@ from strata.models import (
     utcnow,
 )
 from strata.recall.assembly import assemble
+from strata.recall.granularity import without_speakers
 from strata.recall.late import embed_queries, pack_tokens, stored_maxima, unpack_tokens
 from strata.recall.recipes import DEFAULT
 from strata.settings import Settings
@@ -302,3 +303,56 @@ def test_a_failed_batch_write_acknowledges_nothing_and_leaves_no_phantom_rows(
         shard.write_longterm(U, [*RuleExtractor().extract(turns)])
     assert not hot(shard).is_hot(U)  # dropped: reloaded from the durable store on next use
     assert recall(shard, "hiking in the Alps") == []
+
+
+class Recording(HashEmbedder):
+    """HashEmbedder that records every batch it encodes."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.batches.append(list(texts))
+        return super().encode(texts)
+
+
+@pytest.mark.parametrize(("query", "speakers", "topic"), [
+    ("What activities does Melanie partake in?", {"Melanie", "Caroline"},
+     "What activities does partake in?"),
+    ("What is Caroline's identity?", {"Melanie", "Caroline"}, "What is identity?"),
+    ("what did caroline say about the trip", {"Caroline"}, "what did say about the trip"),
+    ("What did I say about peanuts?", {"Caroline"}, None),  # names nobody
+    ("Carolines?", {"Caroline"}, None),  # not the name
+    ("Melanie?", {"Melanie"}, None),  # nothing but the name
+    ("我和小王上周去了哪里", {"小王"}, "我和 上周去了哪里"),
+])
+def test_the_dense_query_leaves_out_the_speakers(query: str, speakers: set[str],
+                                                 topic: str | None) -> None:
+    assert without_speakers(query, speakers) == topic
+
+
+def test_a_multi_party_user_is_searched_without_the_names_in_one_pass(
+        redis_store: RedisStore, durable: CountingStore) -> None:
+    embedder = Recording()
+    shard = make_shard(redis_store, durable, embedder=embedder)
+    for speaker, text in [("Melanie", "Melanie: I went swimming with the kids"),
+                          ("Caroline", "Caroline: Hey Melanie! Melanie, how are you?")]:
+        shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE, text=text,
+                                            metadata={"speaker": speaker}))
+    assert hot(shard).speakers(U) == {"Melanie", "Caroline"}
+    query = "What activities does Melanie partake in?"
+    request = RecallRequest(user_id="u", query=query, layers=["episodes"], debug=True)
+    embedder.batches.clear()
+    answer = shard.recall_memory(U, request, None)
+    assert [query, "What activities does partake in?"] in embedder.batches  # one pass
+    topic = embedder.encode(["What activities does partake in?"])[0]
+    assert len(answer.found.candidates) == 2
+    for candidate in answer.found.candidates:  # the dense similarity is the topic's
+        [record] = hot(shard).get(Collection.EPISODES, U, [candidate.id])
+        expected = float(np.dot(topic, record.vector) / np.linalg.norm(topic)
+                         / np.linalg.norm(record.vector))
+        assert candidate.parts["dense"] == pytest.approx(expected, abs=1e-4)
+    embedder.batches.clear()
+    shard.recall_memory(U, request.model_copy(update={"query": "what about swimming?"}), None)
+    assert ["what about swimming?"] in embedder.batches  # names nobody: the query alone

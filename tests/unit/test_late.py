@@ -69,7 +69,7 @@ def test_the_query_batcher_embeds_concurrent_queries_together_and_a_lone_one_at_
 
     def embed(texts: list[str]) -> list[QueryEmbedding]:
         calls.append(list(texts))
-        if len(calls) == 1:
+        if texts == ["a"]:  # the leader's pass runs until released
             first_running.set()
             release.wait(5)
         return [QueryEmbedding([float(len(t))]) for t in texts]
@@ -110,3 +110,34 @@ def test_the_query_batcher_hands_an_error_to_every_waiter_and_keeps_working() ->
         batcher.embed("x")
     fail[0] = False
     assert batcher.embed("x").vector == [1.0]
+
+
+def test_one_callers_queries_go_in_one_pass_even_behind_a_running_one() -> None:
+    calls: list[list[str]] = []
+    first_running, release = threading.Event(), threading.Event()
+
+    def embed(texts: list[str]) -> list[QueryEmbedding]:
+        calls.append(list(texts))
+        if texts == ["lead"]:
+            first_running.set()
+            release.wait(5)
+        return [QueryEmbedding([float(len(t))]) for t in texts]
+
+    batcher = QueryBatcher(embed, max_batch=3)
+    assert [e.vector for e in batcher.embed_all(["ab", "abc"])] == [[2.0], [3.0]]
+    assert calls == [["ab", "abc"]]
+    calls.clear()
+    leader = threading.Thread(target=batcher.embed, args=("lead",))
+    leader.start()
+    assert first_running.wait(5)
+    got: list[list[float]] = []
+    waiter = threading.Thread(target=lambda: got.extend(
+        e.vector for e in batcher.embed_all(["w1", "w22", "w333", "w4444"])))
+    waiter.start()
+    while len(batcher._queue) < 4:
+        threading.Event().wait(0.01)
+    release.set()
+    for t in (leader, waiter):
+        t.join(5)
+    assert got == [[2.0], [3.0], [4.0], [5.0]]  # in order, over two passes of at most 3
+    assert calls == [["lead"], ["w1", "w22", "w333"], ["w4444"]]
