@@ -33,7 +33,9 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
+from strata.extract.intents import is_question
 from strata.models import SearchHit, StoredRecord
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
@@ -111,6 +113,22 @@ def _coverage(terms: set[str], text: str, terms_of: TermsOf) -> float:
     return len(terms & set(terms_of(text))) / len(terms) if terms else 0.0
 
 
+_SENTENCES = re.compile(r"[^.!?。！？]+[.!?。！？]*")
+
+
+@lru_cache(maxsize=16384)
+def asking_share(text: str) -> float:
+    """The share of a text's words that are in questions ("Is this your own painting?"):
+    a turn that asks repeats the words of a question about it without answering it."""
+    words = asked = 0
+    for sentence in _SENTENCES.findall(text):
+        n = len(sentence.split())
+        words += n
+        if is_question(sentence):
+            asked += n
+    return asked / words if words else 0.0
+
+
 def _happened_in(record: StoredRecord, periods: Sequence[Period]) -> bool:
     raw = record.payload.get("event_time")
     if not periods or not isinstance(raw, str):
@@ -156,7 +174,7 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: 
         if _happened_in(unit.record, periods):
             turn += recipe.time_boost
             unit.parts["time"] = recipe.time_boost
-        unit.final = turn
+        unit.final = turn - recipe.question_penalty * asking_share(unit.record.text)
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
     for unit in everything:
         unit.final = (unit.final + s * best[_session(unit.record)]) / (1 + s)

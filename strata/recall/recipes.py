@@ -52,6 +52,9 @@ class RecallRecipe(BaseModel):
     speaker_boost: float = Field(default=0.2, ge=0.0)  # the turns of the person asked about
     time_boost: float = Field(default=0.1, ge=0.0)  # turns from a date the query names
     coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
+    # subtracted × the share of a turn's words that are in questions (it asks, not tells;
+    # chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)
+    question_penalty: float = Field(default=0.05, ge=0.0)
     # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
     # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
     late_share: float = Field(default=0.8, ge=0.0, le=1.0)

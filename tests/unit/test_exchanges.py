@@ -230,3 +230,17 @@ def test_late_interaction_encodes_each_turn_once_and_scores_exchanges_as_unions(
                                recipe.model_copy(update={"late_candidates": 1}), late)
     assert calls == [["Melanie: something else"]]
     assert [h.record.id for h in short] == ["3"]
+
+
+def test_a_turn_that_tells_outranks_one_that_asks_with_the_same_words() -> None:
+    query = "How long has Melanie been practicing art?"
+    same = {"dense": 0.5, "lexical": 4.0}
+    hits = [hit("ask", "Melanie: Wow! How long have you been practicing art?", "Melanie",
+                **same),
+            hit("tell", "Melanie: Practicing art for a long time, seven years now. It is calming.",
+                "Melanie", **same)]
+    out = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["hybrid"])
+    assert [h.record.id for h in out] == ["tell", "ask"]
+    neutral = RECIPES["hybrid"].model_copy(update={"question_penalty": 0.0})
+    plain = fuse_granularities(hits, [], lambda ids: [], query, neutral)
+    assert plain[0].score == plain[1].score
