@@ -172,13 +172,14 @@ class QueryBatcher:
         with self._lock:
             self._queue.extend(mine)
             lead, self._running = not self._running, True
-        for i, me in enumerate(mine):
-            if not (lead and i == 0):
+        for i, me in enumerate(mine):  # every one, even after an error: a queued one that
+            if not (lead and i == 0):  # is woken to lead must lead, or the queue stalls
                 me.wake.wait()  # a result, or the turn to lead the next batch
             if not me.done:
                 self._lead()
-            if me.error is not None:
-                raise me.error
+        error = next((me.error for me in mine if me.error is not None), None)
+        if error is not None:
+            raise error
         out = [me.result for me in mine]
         assert all(r is not None for r in out)
         return [r for r in out if r is not None]

@@ -141,3 +141,18 @@ def test_one_callers_queries_go_in_one_pass_even_behind_a_running_one() -> None:
         t.join(5)
     assert got == [[2.0], [3.0], [4.0], [5.0]]  # in order, over two passes of at most 3
     assert calls == [["lead"], ["w1", "w22", "w333"], ["w4444"]]
+
+
+def test_a_failed_pass_of_several_queries_leaves_the_batcher_working() -> None:
+    fail = [True]
+
+    def embed(texts: list[str]) -> list[QueryEmbedding]:
+        if fail[0]:
+            raise RuntimeError("model gone")
+        return [QueryEmbedding([float(len(t))]) for t in texts]
+
+    batcher = QueryBatcher(embed, max_batch=1)  # one caller's two texts take two passes
+    with pytest.raises(RuntimeError):
+        batcher.embed_all(["ab", "abc"])
+    fail[0] = False
+    assert [e.vector for e in batcher.embed_all(["ab", "abc"])] == [[2.0], [3.0]]
