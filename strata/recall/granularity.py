@@ -24,7 +24,8 @@ token by token, and the same formula ranks them again with ``late_share``·MaxSi
 
 Last, a turn whose exchange partner is nearly as relevant (``neighbour_ratio``) is merged
 with it into one item naming both turns, so the context shows the pair once instead of
-spending two items on it.
+spending two items on it; when both its neighbours are, with the one ``neighbour_side`` names
+(the one after it by default: what answered or followed it).
 """
 
 from __future__ import annotations
@@ -244,8 +245,11 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
             continue
         consumed.add(unit.record.id)
         record = unit.record
-        partner = max((units[p] for p in unit.partners if p not in consumed),
-                      key=lambda u: u.final, default=None)
+        free = [units[p] for p in unit.partners if p not in consumed]
+        if recipe.neighbour_side and len(free) == 2 and min(u.final for u in free) >= (
+                recipe.neighbour_ratio * unit.final):  # both close enough: the recipe's side
+            free = [u for u in free if unit.partners[u.record.id] == recipe.neighbour_side]
+        partner = max(free, key=lambda u: u.final, default=None)
         if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
             consumed.add(partner.record.id)
             record = _merge(unit.record, partner.record, unit.partners[partner.record.id])

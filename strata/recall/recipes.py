@@ -55,6 +55,10 @@ class RecallRecipe(BaseModel):
     # subtracted × the share of a turn's words that are in questions (it asks, not tells;
     # chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)
     question_penalty: float = Field(default=0.05, ge=0.0)
+    # when both neighbours of a turn are close enough to merge, the one it is merged with:
+    # 1 the one after it (what answered or followed it), -1 the one before, 0 the more
+    # relevant (chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)
+    neighbour_side: int = Field(default=1, ge=-1, le=1)
     # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
     # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
     late_share: float = Field(default=0.8, ge=0.0, le=1.0)

@@ -244,3 +244,28 @@ def test_a_turn_that_tells_outranks_one_that_asks_with_the_same_words() -> None:
     neutral = RECIPES["hybrid"].model_copy(update={"question_penalty": 0.0})
     plain = fuse_granularities(hits, [], lambda ids: [], query, neutral)
     assert plain[0].score == plain[1].score
+
+
+def test_a_turn_between_two_close_neighbours_is_shown_with_the_one_after_it() -> None:
+    before = hit("1", "Melanie: pottery is calming", "Melanie", dense=0.5, lexical=4.0)
+    middle = hit("2", "Caroline: pottery sounds lovely, what did you make?", "Caroline",
+                 dense=0.55, lexical=4.0)
+    after = hit("3", "Melanie: pottery bowl with a flower design", "Melanie", dense=0.45,
+                lexical=4.0)
+    exchanges = []
+    for first, second in ((before, middle), (middle, after)):
+        pair = hit(f"x{first.record.id}", f"{first.record.text}\n{second.record.text}",
+                   dense=0.5, lexical=4.0)
+        pair.record.payload["metadata"] = {"type": EXCHANGE,
+                                           "members": [first.record.id, second.record.id]}
+        exchanges.append(pair)
+    recipe = RECIPES["hybrid"].model_copy(update={"neighbour_ratio": 0.5,
+                                                  "question_penalty": 0.0})
+    out = fuse_granularities([before, middle, after], exchanges, lambda ids: [], "pottery",
+                             recipe)
+    assert out[0].record.id == "2"
+    assert out[0].record.payload["provenance"]["turn_ids"] == ["s1:2", "s1:3"]
+    previous = recipe.model_copy(update={"neighbour_side": -1})
+    out = fuse_granularities([before, middle, after], exchanges, lambda ids: [], "pottery",
+                             previous)
+    assert out[0].record.payload["provenance"]["turn_ids"] == ["s1:1", "s1:2"]
