@@ -84,26 +84,24 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     if working is not None and Layer.WORKING in decision.layers:
         builder.add_working(working.window, working.summary, working.pinned,
                             working.task_state)
+    # the best top_k items that fit the budget, the longest cut to their sentences that
+    # matter (excerpts); an item that cannot fit even cut, or that says again what a better
+    # item from the same turns said, is passed over
     chosen: list[tuple[ScoredItem, str, Excerpt, ScoredItem | None]] = []
-    covered: set[tuple[str | None, str]] = set()  # source turns already in the context
     terms = set(tokenize(request.query))
-    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard):
-        if len(chosen) == request.top_k:
-            break
-        sources = {(item.provenance.session_id, t) for t in item.provenance.turn_ids}
-        if sources and sources <= covered:
-            continue  # says again what a better item from the same turns said
+    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard)[:3 * request.top_k]:
         knowledge = item.layer == Layer.KNOWLEDGE
         correction = corrections.get(item.id) if knowledge else None
         text = item.text if correction is None else (
             f"{item.text}\n{correction_label(correction)}")
-        chosen.append((item, "knowledge" if knowledge else "long_term",
-                       Excerpt(heading(item), text, terms, sentence_terms,
-                               cuttable=correction is None), correction))
-        covered |= sources
-    # the best top_k items, the longest cut to their sentences that matter (excerpts)
+        turns = item.provenance.turn_ids
+        chosen.append((item, "knowledge" if knowledge else "long_term", Excerpt(
+            heading(item), text, terms, sentence_terms, cuttable=correction is None,
+            turns=len(turns) > 1,
+            sources=frozenset((item.provenance.session_id, t) for t in turns)), correction))
     lines = share_budget([e for _, _, e, _ in chosen],
-                         builder.room({block for _, block, _, _ in chosen}), line_cost,
+                         builder.room({block for _, block, _, _ in chosen[:request.top_k]}),
+                         line_cost,
                          request.top_k)
     for (item, block, _, correction), line in zip(chosen, lines, strict=True):
         if line is not None and builder.add(block, line, item) and correction is not None:

@@ -88,6 +88,9 @@ def _named_speaker(query: str, units: Iterable[_Unit]) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
 def without_speakers(query: str, speakers: Collection[str]) -> str | None:
     """The query without the names of the people speaking in the conversation (and their
     possessive), for its dense search; None when it names none of them (or is nothing but
@@ -98,9 +101,11 @@ def without_speakers(query: str, speakers: Collection[str]) -> str | None:
     asked about still counts: the lexical search, late interaction and the speaker boost see
     the whole query."""
     text = query
-    for name in speakers:  # a Latin name as a word; a Chinese one wherever it is
-        left = r"(?<!\w)" if name[:1].isascii() else ""
-        right = r"(?:['’]s)?(?!\w)" if name[-1:].isascii() else ""
+    for name in speakers:  # a name as a word; a Chinese one wherever it is, if not one hanzi
+        if len(name) < 2:
+            continue
+        left = "" if _CJK.match(name[0]) else r"(?<!\w)"
+        right = "" if _CJK.match(name[-1]) else r"(?:['’]s)?(?!\w)"
         text = re.sub(left + re.escape(name) + right, " ", text, flags=re.IGNORECASE)
     text = re.sub(r"\s+", " ", text).strip()
     return text if text != query.strip() and tokenize(text) else None

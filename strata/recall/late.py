@@ -168,6 +168,8 @@ class QueryBatcher:
     def embed_all(self, texts: Sequence[str]) -> list[QueryEmbedding]:
         """Several texts of one caller, queued together (one forward pass unless the batch
         is full)."""
+        if not texts:
+            return []
         mine = [_Waiting(text) for text in texts]
         with self._lock:
             self._queue.extend(mine)

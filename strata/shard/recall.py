@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
@@ -35,6 +36,8 @@ class ShardRecall:
         self._service: RecallService | None = None
         self._queries: QueryBatcher | None = None
         self._lock = threading.Lock()
+        # embeds a name-free query while the caller's embedding of the query is awaited
+        self._beside = ThreadPoolExecutor(max_workers=8, thread_name_prefix="topic-query")
 
     def recall_memory(self, scope: Scope, request: RecallRequest,
                       working: WorkingMemoryView | None,
@@ -59,22 +62,25 @@ class ShardRecall:
                                     found=LayerCandidates(), corrections=corrections)
             vectors = longterm.vectors
             hot = vectors if isinstance(vectors, HotIndexStore) else None
+            # the dense search of the personal layers: the query without the names of the
+            # people speaking in the user's conversations (granularity.without_speakers)
+            topic = None
             if hot is not None:
                 hot.warm(scope)
+                topic = without_speakers(request.query, hot.speakers(scope))
         except StrataError as exc:  # the durable store is down: degrade, as a layer would
             logger.warning("recall: the long-term memory of %s is unavailable: %s",
                            scope.key, exc.detail)
             return MemoryAnswer(decision=decision, working=working,
                                 found=LayerCandidates(degraded=True))
         waited = time.perf_counter()
-        # the dense search of the personal layers: the query without the names of the
-        # people speaking in the user's conversations (granularity.without_speakers)
-        topic = without_speakers(request.query, hot.speakers(scope)) if hot is not None else None
         if query is None:  # both embedded in one pass
             embedded, *rest = self.embed_queries([request.query, *([topic] if topic else [])])
+        elif topic:  # the caller's embedding is under way: the name-free one beside it
+            pending = self._beside.submit(self.embed_queries, [topic])
+            embedded, rest = query(), pending.result()
         else:
-            embedded = query()
-            rest = self.embed_queries([topic]) if topic else []
+            embedded, rest = query(), []
         vector = rest[0].vector if rest else embedded.vector
         waited = (time.perf_counter() - waited) * 1000
         late = None

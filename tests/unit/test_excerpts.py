@@ -29,8 +29,10 @@ LONG = ("Melanie: Wow, Caroline! That's great to hear. I just signed up for a po
         "design]")
 
 
-def excerpt(text: str, query: str, cuttable: bool = True) -> Excerpt:
-    return Excerpt(HEAD, text, set(tokenize(query)), tokenize, cuttable=cuttable)
+def excerpt(text: str, query: str, cuttable: bool = True, turns: bool = False,
+            sources: frozenset[object] = frozenset()) -> Excerpt:
+    return Excerpt(HEAD, text, set(tokenize(query)), tokenize, cuttable=cuttable, turns=turns,
+                   sources=sources)
 
 
 def test_items_that_fit_whole_stay_whole() -> None:
@@ -49,7 +51,7 @@ def test_a_cut_keeps_the_sentence_with_the_query_terms_in_order() -> None:
 
 def test_a_cut_of_two_turns_keeps_a_sentence_of_each() -> None:
     pair = excerpt(LONG + "\nCaroline: Pottery sounds lovely. I play the piano. It calms me.",
-                   "piano")
+                   "piano", turns=True)
     cut = pair.fit(0, line_cost)  # the minimum
     lines = cut[len(HEAD):].split("\n")
     assert [ln.split(":")[0] for ln in lines] == ["Melanie", "Caroline"]
@@ -75,6 +77,31 @@ def test_an_uncuttable_item_is_whole_or_the_lowest_ranked_are_left_out() -> None
     assert lines == [note.whole, None]
 
 
+def test_an_item_too_long_even_cut_is_passed_over_not_the_ones_after_it() -> None:
+    unbroken = excerpt("Melanie: " + " ".join(f"pottery word{i}" for i in range(120)),
+                       "pottery")  # no sentence to cut at
+    short = [excerpt(f"Caroline: I tried pottery {n} times.", "pottery") for n in range(4)]
+    lines = share_budget([unbroken, *short], 100, line_cost, 5)
+    assert lines[0] is None and all(line is not None for line in lines[1:])
+
+
+def test_an_item_from_turns_a_placed_item_shows_is_left_out_unless_that_one_was_not() -> None:
+    pair = excerpt(LONG + "\nCaroline: Lovely.", "pottery", turns=True,
+                   sources=frozenset({"s1:1", "s1:2"}))
+    again = excerpt("Melanie: I signed up for a pottery class.", "pottery",
+                    sources=frozenset({"s1:1"}))
+    assert share_budget([pair, again], 1000, line_cost, 10) == [pair.whole, None]
+    unbroken = excerpt("Melanie: " + " ".join(f"pottery word{i}" for i in range(120)),
+                       "pottery", sources=frozenset({"s1:1"}))  # too long: passed over
+    assert share_budget([unbroken, again], 60, line_cost, 10) == [None, again.whole]
+
+
+def test_a_turn_whose_only_words_are_an_ellipsis_is_still_shown() -> None:
+    pair = excerpt("Melanie: I went to pottery class. It was long. Very long indeed.\n"
+                   "Caroline: …", "pottery", turns=True)
+    assert pair.fit(0, line_cost).endswith("\nCaroline: …")
+
+
 def test_chinese_sentences_are_cut_at_their_stops() -> None:
     text = "我住在北京。上个月我搬到上海了！你最近怎么样？我们下周见面吧。"
     cut = excerpt(text, "搬到哪里了").fit(12, line_cost)
@@ -90,10 +117,10 @@ def test_the_room_and_the_count_always_hold(texts: list[str], room: int, count: 
     lines = share_budget([excerpt(t, "chess pottery 店") for t in texts], room, line_cost,
                          count)
     placed = [line for line in lines if line is not None]
-    assert len(lines) == min(count, len(texts))
+    assert len(lines) == len(texts) and len(placed) <= count
     assert sum(map(line_cost, placed)) <= room
-    kept = [i for i, line in enumerate(lines) if line is not None]
-    assert kept == list(range(len(kept)))  # the best items, in rank order
+    if line_cost(excerpt(texts[0], "chess pottery 店").fit(0, line_cost)) <= room:
+        assert lines[0] is not None  # the best item is in whenever its shortest cut fits
 
 
 def test_recall_fills_top_k_from_long_memories_within_the_budget(

@@ -348,11 +348,19 @@ def test_a_multi_party_user_is_searched_without_the_names_in_one_pass(
     assert [query, "What activities does partake in?"] in embedder.batches  # one pass
     topic = embedder.encode(["What activities does partake in?"])[0]
     assert len(answer.found.candidates) == 2
+    dense = {}
     for candidate in answer.found.candidates:  # the dense similarity is the topic's
         [record] = hot(shard).get(Collection.EPISODES, U, [candidate.id])
         expected = float(np.dot(topic, record.vector) / np.linalg.norm(topic)
                          / np.linalg.norm(record.vector))
         assert candidate.parts["dense"] == pytest.approx(expected, abs=1e-4)
+        dense[candidate.id] = candidate.parts["dense"]
     embedder.batches.clear()
     shard.recall_memory(U, request.model_copy(update={"query": "what about swimming?"}), None)
     assert ["what about swimming?"] in embedder.batches  # names nobody: the query alone
+    embedder.batches.clear()  # the caller embeds the query: the shard the name-free one
+    given = embed_queries(EMB, [query])[0]
+    answer = shard.recall_memory(U, request, lambda: given)
+    assert embedder.batches == [["What activities does partake in?"]]
+    assert {c.id: c.parts["dense"] for c in answer.found.candidates} == pytest.approx(
+        dense)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -134,7 +135,8 @@ def test_one_callers_queries_go_in_one_pass_even_behind_a_running_one() -> None:
     waiter = threading.Thread(target=lambda: got.extend(
         e.vector for e in batcher.embed_all(["w1", "w22", "w333", "w4444"])))
     waiter.start()
-    while len(batcher._queue) < 4:
+    deadline = time.monotonic() + 5
+    while len(batcher._queue) < 4 and time.monotonic() < deadline:
         threading.Event().wait(0.01)
     release.set()
     for t in (leader, waiter):
@@ -152,6 +154,7 @@ def test_a_failed_pass_of_several_queries_leaves_the_batcher_working() -> None:
         return [QueryEmbedding([float(len(t))]) for t in texts]
 
     batcher = QueryBatcher(embed, max_batch=1)  # one caller's two texts take two passes
+    assert batcher.embed_all([]) == []  # nothing to embed: nothing held
     with pytest.raises(RuntimeError):
         batcher.embed_all(["ab", "abc"])
     fail[0] = False
