@@ -92,15 +92,16 @@ class ContextBuilder:
         """The tokens the budget was held to: the parts' counts, never below the whole's."""
         return self._used
 
+    def _header(self, block: str) -> int:
+        """The tokens the block's header still costs (none once the block has a line)."""
+        return 0 if self._blocks[block] else count_tokens("\n\n" + HEADERS[block])
+
     def _cost(self, block: str, line: str) -> int:
-        header = 0 if self._blocks[block] else count_tokens("\n\n" + HEADERS[block])
-        return header + line_cost(line)
+        return self._header(block) + line_cost(line)
 
     def room(self, blocks: Collection[str]) -> int:
         """The tokens left for lines in ``blocks`` (their headers paid)."""
-        headers = sum(count_tokens("\n\n" + HEADERS[b]) for b in set(blocks)
-                      if not self._blocks[b])
-        return self.budget - self._used - headers
+        return self.budget - self._used - sum(self._header(b) for b in set(blocks))
 
     def _fits(self, block: str, line: str, limit: int) -> bool:
         return self._used + self._cost(block, line) <= limit

@@ -37,6 +37,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from strata.extract.intents import is_question
+from strata.layers.summarize import split_sentences
 from strata.models import SearchHit, StoredRecord
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
@@ -119,15 +120,12 @@ def _coverage(terms: set[str], text: str, terms_of: TermsOf) -> float:
     return len(terms & set(terms_of(text))) / len(terms) if terms else 0.0
 
 
-_SENTENCES = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-
-
 @lru_cache(maxsize=16384)
 def asking_share(text: str) -> float:
     """The share of a text's words that are in questions ("Is this your own painting?"):
     a turn that asks repeats the words of a question about it without answering it."""
     words = asked = 0
-    for sentence in _SENTENCES.findall(text):
+    for sentence in split_sentences(text):
         n = len(sentence.split())
         words += n
         if is_question(sentence):
