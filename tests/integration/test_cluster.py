@@ -166,14 +166,15 @@ def test_strata_serve_on_two_nodes_jobs_and_a_lost_node(cluster: RayCluster) -> 
 
 
 def _spread(cluster: RayCluster, timeout_s: float = 90,
-            load: TurnLoad | None = None) -> dict[str, str]:
-    """The named actors' nodes, once the two shards are on the two nodes."""
+            load: TurnLoad | None = None, also: tuple[str, ...] = ()) -> dict[str, str]:
+    """The named actors' nodes, once the two shards are on the two nodes (and the actors
+    named in ``also`` are placed: the app creates them after its shards)."""
     deadline = time.monotonic() + timeout_s
     while True:
         placed = cluster.probe()["actors"]
         assert isinstance(placed, dict)
         if sorted(v for k, v in placed.items() if k.startswith("strata-shard-")) == [
-                "head", "worker"]:
+                "head", "worker"] and all(name in placed for name in also):
             return placed
         assert load is None or not load.failed, load.failed
         assert time.monotonic() < deadline, placed
@@ -204,7 +205,7 @@ def test_serve_deploy_alone_starts_its_actors(cluster: RayCluster) -> None:
     cluster.shell(f"serve deploy {path} --address {dashboard}", {})
     base = f"http://127.0.0.1:{port}"
     wait_ready(base, None)
-    placed = _spread(cluster)  # by SPREAD, or by the placement keeper's first rounds
+    placed = _spread(cluster, also=("strata-extractor-0", "strata-store-owner"))
     assert "strata-extractor-0" in placed and "strata-store-owner" in placed, placed
     client = Client(base, api_key=KEY, timeout_s=60)
     for user in _users_on_each_shard(1, prefix="deployed"):
