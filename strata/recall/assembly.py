@@ -25,6 +25,7 @@ from strata.models import (
 from strata.recall.context import ContextBuilder, correction_label, heading, line_cost
 from strata.recall.excerpts import Excerpt, share_budget
 from strata.recall.recipes import RecallRecipe
+from strata.recall.relative_dates import dated
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem, collapse_copies, dedup
 from strata.stores.lexical import tokenize
@@ -94,6 +95,8 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
         correction = corrections.get(item.id) if knowledge else None
         text = item.text if correction is None else (
             f"{item.text}\n{correction_label(correction)}")
+        if item.layer == Layer.EPISODES and item.created_at is not None:
+            text = dated(text, item.created_at)  # "last week" as said then, read now
         turns = item.provenance.turn_ids
         chosen.append((item, "knowledge" if knowledge else "long_term", Excerpt(
             heading(item), text, terms, sentence_terms, cuttable=correction is None,

@@ -15,6 +15,7 @@ from typing import Any
 
 from strata.extract.pii import redact
 from strata.models import Layer, Turn
+from strata.recall.relative_dates import short_date
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
@@ -27,12 +28,9 @@ HEADERS = {"working": "## Working memory", "long_term": "## Long-term memory",
            "knowledge": "## Knowledge base"}
 
 
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
 def _date(when: datetime | None) -> str:
-    """``3 Mar 2026``: unambiguous in every locale, and fewer tokens than ``2026-03-03``."""
-    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}" if when else "undated"
+    """``3 Mar 2026`` (``relative_dates.short_date``), or ``undated``."""
+    return short_date(when) if when else "undated"
 
 
 def heading(item: ScoredItem) -> str:

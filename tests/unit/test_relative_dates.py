@@ -1,0 +1,75 @@
+"""Relative time phrases shown with the date they stand for, in the recalled context only."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from strata.models import Layer, RecallRequest
+from strata.recall.assembly import LayerCandidates, assemble
+from strata.recall.recipes import DEFAULT
+from strata.recall.relative_dates import dated
+from strata.recall.routing import Route, RouteDecision
+from strata.recall.scoring import ScoredItem
+
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # a Monday
+STRONG = {"relevance": 0.9}  # a candidate well above every threshold
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("Yesterday I took the kids to the museum.",
+     "Yesterday (7 May 2023) I took the kids to the museum."),
+    ("I went there last night", "I went there last night (7 May 2023)"),
+    ("the day before yesterday it rained", "the day before yesterday (6 May 2023) it rained"),
+    ("Last Friday I went to a counseling workshop",
+     "Last Friday (5 May 2023) I went to a counseling workshop"),
+    ("this past Monday was a holiday", "this past Monday (1 May 2023) was a holiday"),
+    ("3 days ago we met", "3 days ago (5 May 2023) we met"),
+    ("a couple of days ago", "a couple of days ago (6 May 2023)"),
+    ("two weeks ago I ran a race", "two weeks ago (about 24 Apr 2023) I ran a race"),
+    ("a week ago", "a week ago (about 1 May 2023)"),
+    ("I started a new job last month", "I started a new job last month (Apr 2023)"),
+    ("three months ago", "three months ago (about Feb 2023)"),
+    ("since I moved from Sweden 4 years ago", "since I moved from Sweden 4 years ago (about 2019)"),
+    ("We went to Rome last year and go to Oslo next year",
+     "We went to Rome last year (2022) and go to Oslo next year (2024)"),
+    ("the show is tomorrow, and next month we move",
+     "the show is tomorrow (9 May 2023), and next month (Jun 2023) we move"),
+    ("我昨天去了北京", "我昨天（2023年5月7日）去了北京"),
+    ("上周五见了她，两周前搬家", "上周五（2023年5月5日）见了她，两周前（约2023年4月24日）搬家"),
+    ("去年在上海，3个月前开始学钢琴，上个月换了工作",
+     "去年（2022年）在上海，3个月前（约2023年2月）开始学钢琴，上个月（2023年4月）换了工作"),
+])
+def test_a_phrase_is_followed_by_its_date(text: str, shown: str) -> None:
+    assert dated(text, SAID) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "I went camping last week with my fam",  # the week before the line's own date: its label
+    "We had a blast last weekend!",
+    "today's game was fun, and tonight we rest",
+    "The last week of June was busy; the last year of college too",
+    "I signed up for a pottery class yesterday (7 May 2023).",  # already dated
+    "我上周去了北京，今天回来",
+    "Nothing relative here, on 3 March 2023.",
+])
+def test_what_the_label_already_says_or_a_dated_phrase_is_left_alone(text: str) -> None:
+    assert dated(text, SAID) == text
+
+
+def test_the_context_line_carries_the_date_and_the_item_keeps_what_was_said() -> None:
+    said = "Melanie: I signed up for a pottery class yesterday."
+    items = [ScoredItem(id="e1", layer=Layer.EPISODES, kind="episode", text=said, score=0.9,
+                        parts=STRONG, created_at=SAID),
+             ScoredItem(id="f1", layer=Layer.FACTS, kind="fact", score=0.8, parts=STRONG,
+                        created_at=SAID, text="I moved to Lisbon last year")]
+    request = RecallRequest(user_id="u", query="when did Melanie sign up for pottery",
+                            layers=[Layer.FACTS, Layer.EPISODES])
+    response = assemble(request, RouteDecision(route=Route.PERSONAL,
+                                               layers=[Layer.FACTS, Layer.EPISODES], reason="t"),
+                        None, LayerCandidates(candidates=items), DEFAULT, list)
+    assert "pottery class yesterday (7 May 2023)." in response.context
+    assert [i.text for i in response.items if i.id == "e1"] == [said]
+    # a fact's date is when it happened (its time phrase already moved it): not shifted again
+    assert "Lisbon last year" in response.context and "(2022)" not in response.context
