@@ -13,9 +13,11 @@ query's terms beats one that repeats a single term (coverage: the share of the q
 distinct terms the text contains; BM25 saturates on one frequent term), and a session that is
 about the query lifts its turns. In a multi-party conversation (turns with
 ``metadata.speaker``), the turns of the one person the query names get ``speaker_boost``, and
-the names of the people speaking do not count as query terms. A turn that happened on a date
-the query names ("on 13 October, 2023", "in July 2022"; ``strata.recall.timeframe``) gets
-``time_boost``. A turn found only through an exchange is fetched with both its similarities.
+the names of the people speaking do not count as query terms. A turn said on a date the query
+names ("on 13 October, 2023", "in July 2022"; ``strata.recall.timeframe``), or with
+``time_mentions`` speaking of a day in it ("last week" said on 2 July is in June;
+``strata.recall.relative_dates``), gets ``time_boost``. A turn found only through an exchange
+is fetched with both its similarities.
 
 With a late-interaction scorer (``strata.recall.late``) this ranking is the first of two
 stages: the best ``late_candidates`` turns, and the exchange partners they need, are scored
@@ -41,6 +43,7 @@ from strata.layers.summarize import split_sentences
 from strata.models import SearchHit, StoredRecord
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
+from strata.recall.relative_dates import mentions
 from strata.recall.scoring import similarity
 from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.lexical import tokenize
@@ -133,7 +136,9 @@ def asking_share(text: str) -> float:
     return asked / words if words else 0.0
 
 
-def _happened_in(record: StoredRecord, periods: Sequence[Period]) -> bool:
+def _happened_in(record: StoredRecord, periods: Sequence[Period], mentioned: bool) -> bool:
+    """Whether the turn was said in one of the periods or, with ``mentioned``, speaks of a
+    day in one ("last week", said on 2 July, is in June too; ``relative_dates.mentions``)."""
     raw = record.payload.get("event_time")
     if not periods or not isinstance(raw, str):
         return False
@@ -141,7 +146,8 @@ def _happened_in(record: StoredRecord, periods: Sequence[Period]) -> bool:
         when = datetime.fromisoformat(raw)
     except ValueError:
         return False
-    return any(p.contains(when) for p in periods)
+    return any(p.contains(when) for p in periods) or (mentioned and any(
+        p.overlaps(m.first, m.last) for m in mentions(record.text, when.date()) for p in periods))
 
 
 def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: str | None,
@@ -175,7 +181,7 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: 
         if asked_about and _speaker(unit.record) == asked_about:
             turn += recipe.speaker_boost
             unit.parts["speaker"] = recipe.speaker_boost
-        if _happened_in(unit.record, periods):
+        if _happened_in(unit.record, periods, recipe.time_mentions):
             turn += recipe.time_boost
             unit.parts["time"] = recipe.time_boost
         unit.final = turn - recipe.question_penalty * asking_share(unit.record.text)

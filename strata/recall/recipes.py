@@ -50,7 +50,11 @@ class RecallRecipe(BaseModel):
     session_weight: float = Field(default=0.5, ge=0.0)
     neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
     speaker_boost: float = Field(default=0.2, ge=0.0)  # the turns of the person asked about
-    time_boost: float = Field(default=0.1, ge=0.0)  # turns from a date the query names
+    # turns said on a date the query names, or (time_mentions) speaking of one ("last week",
+    # said on 2 July, is in June; strata.recall.relative_dates); the boost chosen by
+    # leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
+    time_boost: float = Field(default=0.4, ge=0.0)
+    time_mentions: bool = True
     coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
     # subtracted × the share of a turn's words that are in questions (it asks, not tells;
     # chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)

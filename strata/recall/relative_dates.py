@@ -11,16 +11,19 @@ the line's date) gets nothing: the line's label already says as much, and every 
 costs tokens the other items need. English and Chinese.
 
 The stored text is not changed: the API's items keep what was said; only the context line
-carries the dates (``strata.recall.assembly``).
+carries the dates (``strata.recall.assembly``). Recall also reads the days a phrase may stand
+for (``mentions``, "last week" included): a question about June finds "we went camping last
+week" said on 2 July (``strata.recall.granularity``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
-__all__ = ["dated", "short_date"]
+__all__ = ["Mention", "dated", "mentions", "short_date"]
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -33,8 +36,12 @@ _COUNT = r"(?P<n>\d{1,2}|a couple of|an?|one|two|three|four|five|six|seven|eight
 _EN = re.compile(
     r"\b(?:(?P<before_yesterday>the day before yesterday)"
     r"|(?P<yesterday>yesterday|last night)"
+    r"|(?P<today>today|tonight|this (?:morning|afternoon|evening))"
     r"|(?P<tomorrow>tomorrow)"
     r"|(?:last|this past) (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+    r"|(?P<last_weekend>(?:last|this past) weekend)"
+    r"|(?P<last_week>last week)"
+    r"|(?P<next_week>next week)"
     r"|(?P<last_month>last month|a month ago)"
     r"|(?P<next_month>next month)"
     r"|(?P<last_year>last year|a year ago)"
@@ -42,14 +49,33 @@ _EN = re.compile(
     r"|" + _COUNT + r" (?P<unit>day|week|month|year)s? ago)"
     r"\b(?!['’]s\b)(?! of\b)", re.IGNORECASE)  # not "today's game", "the last week of June"
 _ZH = re.compile(
-    r"(?P<zh_days>前天|昨天|昨晚|明天|后天)"
+    r"(?P<zh_days>前天|昨天|昨晚|今天|今晚|明天|后天)"
     r"|上(?:个)?(?:周|星期|礼拜)(?P<zh_weekday>[一二三四五六日天])"
+    r"|(?P<zh_last_weekend>上(?:个)?周末)"
+    r"|(?P<zh_last_week>上(?:个)?(?:周|星期|礼拜))"
+    r"|(?P<zh_next_week>下(?:个)?(?:周|星期|礼拜))"
     r"|(?P<zh_last_month>上(?:个)?月)"
     r"|(?P<zh_next_month>下(?:个)?月)"
     r"|(?P<zh_year>前年|去年|明年)"
     r"|(?P<zh_n>\d{1,2}|[一两二三四五六七八九十])(?P<zh_unit>天|周|个星期|个月|年)(?:以)?前")
-_ZH_DAY_OFFSETS = {"前天": -2, "昨天": -1, "昨晚": -1, "明天": 1, "后天": 2}
+_ZH_DAY_OFFSETS = {"前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今晚": 0, "明天": 1, "后天": 2}
 _ZH_YEAR_OFFSETS = {"前年": -2, "去年": -1, "明年": 1}
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A relative time phrase in a text: where it is, the days it may stand for
+    (``first``–``last``), and how precisely it is shown — ``day``, ``month`` or ``year``
+    of ``anchor``, ``about`` one of them, or ``""``: not shown (the line's own date says as
+    much)."""
+
+    start: int
+    end: int
+    first: date
+    last: date
+    anchor: date
+    shown: str
+    chinese: bool = False
 
 
 def short_date(when: date) -> str:
@@ -57,95 +83,145 @@ def short_date(when: date) -> str:
     return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
 
 
-def _month(day: date, shift: int) -> tuple[int, int]:
+def _month(day: date, shift: int) -> date:
+    """The first day of the month ``shift`` months from ``day``'s."""
     index = day.year * 12 + day.month - 1 + shift
-    return index // 12, index % 12 + 1
+    return date(index // 12, index % 12 + 1, 1)
 
 
-def _en_month(day: date, shift: int) -> str:
-    year, month = _month(day, shift)
-    return f"{_MONTHS[month - 1]} {year}"
+def _month_end(first: date) -> date:
+    return _month(first, 1) - timedelta(days=1)
 
 
-def _en(match: re.Match[str], said: date) -> str | None:
-    """What an English phrase stands for, said on ``said``."""
-    g = match.groupdict()
-    if g["before_yesterday"]:
-        return short_date(said - timedelta(days=2))
-    for name, offset in (("yesterday", -1), ("tomorrow", 1)):
+def _day(day: date) -> tuple[date, date, date, str]:
+    return day, day, day, "day"
+
+
+def _about_day(day: date) -> tuple[date, date, date, str]:
+    return day - timedelta(days=3), day + timedelta(days=3), day, "about day"
+
+
+def _in_month(first: date, shown: str = "month") -> tuple[date, date, date, str]:
+    return first, _month_end(first), first, shown
+
+
+def _in_year(year: int, shown: str = "year") -> tuple[date, date, date, str]:
+    return date(year, 1, 1), date(year, 12, 31), date(year, 1, 1), shown
+
+
+def _unshown(first: date, last: date) -> tuple[date, date, date, str]:
+    return first, last, first, ""
+
+
+def _ago(count: int, unit: str, said: date) -> tuple[date, date, date, str] | None:
+    if count < 1:
+        return None
+    if unit == "day":
+        return _day(said - timedelta(days=count))
+    if unit == "week":
+        return _about_day(said - timedelta(weeks=count))
+    if unit == "month":
+        return _in_month(_month(said, -count), "about month")
+    return _in_year(said.year - count, "about year")
+
+
+def _weekend_before(said: date) -> tuple[date, date, date, str]:
+    sunday = said - timedelta(days=(said.weekday() - 6) % 7 or 7)
+    return _unshown(sunday - timedelta(days=1), sunday)
+
+
+def _en(g: dict[str, str | None], said: date) -> tuple[date, date, date, str] | None:
+    """The days an English phrase stands for, said on ``said``."""
+    offsets = {"before_yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1}
+    for name, offset in offsets.items():
         if g[name]:
-            return short_date(said + timedelta(days=offset))
-    if g["weekday"]:  # the last such weekday before the day it was said
-        back = (said.weekday() - _WEEKDAYS.index(g["weekday"].lower()) - 1) % 7 + 1
-        return short_date(said - timedelta(days=back))
+            day = said + timedelta(days=offset)
+            return _unshown(day, day) if offset == 0 else _day(day)
+    weekday = g["weekday"]
+    if weekday:  # the last such weekday before the day it was said
+        return _day(said - timedelta(
+            days=(said.weekday() - _WEEKDAYS.index(weekday.lower()) - 1) % 7 + 1))
+    if g["last_weekend"]:
+        return _weekend_before(said)
+    if g["last_week"]:
+        return _unshown(said - timedelta(days=7), said - timedelta(days=1))
+    if g["next_week"]:
+        return _unshown(said + timedelta(days=1), said + timedelta(days=7))
     for name, shift in (("last_month", -1), ("next_month", 1)):
         if g[name]:
-            return _en_month(said, shift)
+            return _in_month(_month(said, shift))
     for name, shift in (("last_year", -1), ("next_year", 1)):
         if g[name]:
-            return str(said.year + shift)
-    count = _EN_COUNTS.get(g["n"].lower()) if g["n"] and not g["n"].isdigit() else (
-        int(g["n"]) if g["n"] else None)
-    if not count:
+            return _in_year(said.year + shift)
+    n, unit = g["n"], g["unit"]
+    if not n or not unit:
         return None
-    unit = g["unit"].lower()
-    if unit == "day":
-        return short_date(said - timedelta(days=count))
-    if unit == "week":
-        return f"about {short_date(said - timedelta(weeks=count))}"
-    if unit == "month":
-        return f"about {_en_month(said, -count)}"
-    return f"about {said.year - count}"
+    return _ago(int(n) if n.isdigit() else _EN_COUNTS[n.lower()], unit.lower(), said)
 
 
-def _zh_date(day: date) -> str:
-    return f"{day.year}年{day.month}月{day.day}日"
-
-
-def _zh(match: re.Match[str], said: date) -> str | None:
-    """What a Chinese phrase stands for, said on ``said``."""
-    g = match.groupdict()
+def _zh(g: dict[str, str | None], said: date) -> tuple[date, date, date, str] | None:
+    """The days a Chinese phrase stands for, said on ``said``."""
     if g["zh_days"]:
-        return _zh_date(said + timedelta(days=_ZH_DAY_OFFSETS[g["zh_days"]]))
+        offset = _ZH_DAY_OFFSETS[g["zh_days"]]
+        day = said + timedelta(days=offset)
+        return _unshown(day, day) if offset == 0 else _day(day)
     if g["zh_weekday"]:  # that weekday of the week before the one it was said in
         monday = said - timedelta(days=said.weekday() + 7)
-        return _zh_date(monday + timedelta(days=_ZH_WEEKDAYS[g["zh_weekday"]]))
+        return _day(monday + timedelta(days=_ZH_WEEKDAYS[g["zh_weekday"]]))
+    if g["zh_last_weekend"]:
+        return _weekend_before(said)
+    if g["zh_last_week"]:  # the week before the one it was said in
+        monday = said - timedelta(days=said.weekday() + 7)
+        return _unshown(monday, monday + timedelta(days=6))
+    if g["zh_next_week"]:
+        monday = said + timedelta(days=7 - said.weekday())
+        return _unshown(monday, monday + timedelta(days=6))
     for name, shift in (("zh_last_month", -1), ("zh_next_month", 1)):
         if g[name]:
-            year, month = _month(said, shift)
-            return f"{year}年{month}月"
+            return _in_month(_month(said, shift))
     if g["zh_year"]:
-        return f"{said.year + _ZH_YEAR_OFFSETS[g['zh_year']]}年"
-    count = int(g["zh_n"]) if g["zh_n"].isdigit() else _ZH_COUNTS[g["zh_n"]]
-    unit = g["zh_unit"]
-    if unit == "天":
-        return _zh_date(said - timedelta(days=count))
-    if unit in ("周", "个星期"):
-        return f"约{_zh_date(said - timedelta(weeks=count))}"
-    if unit == "个月":
-        year, month = _month(said, -count)
-        return f"约{year}年{month}月"
-    return f"约{said.year - count}年"
+        return _in_year(said.year + _ZH_YEAR_OFFSETS[g["zh_year"]])
+    n, unit = g["zh_n"], g["zh_unit"]
+    if not n or not unit:
+        return None
+    units = {"天": "day", "周": "week", "个星期": "week", "个月": "month", "年": "year"}
+    return _ago(int(n) if n.isdigit() else _ZH_COUNTS[n], units[unit], said)
+
+
+@lru_cache(maxsize=8192)
+def mentions(text: str, said: date) -> tuple[Mention, ...]:
+    """The relative time phrases of ``text`` said on ``said``, in order."""
+    found = []
+    for pattern, resolve, chinese in ((_EN, _en, False), (_ZH, _zh, True)):
+        for match in pattern.finditer(text):
+            days = resolve(match.groupdict(), said)
+            if days is not None:
+                found.append(Mention(match.start(), match.end(), *days, chinese=chinese))
+    return tuple(sorted(found, key=lambda m: m.start))
+
+
+def _shown(mention: Mention) -> str:
+    day, precision = mention.anchor, mention.shown.removeprefix("about ")
+    about = mention.shown.startswith("about")
+    if mention.chinese:
+        value = {"day": f"{day.year}年{day.month}月{day.day}日",
+                 "month": f"{day.year}年{day.month}月", "year": f"{day.year}年"}[precision]
+        return f"（{'约' if about else ''}{value}）"
+    value = {"day": short_date(day), "month": f"{_MONTHS[day.month - 1]} {day.year}",
+             "year": str(day.year)}[precision]
+    return f" ({'about ' if about else ''}{value})"
 
 
 def dated(text: str, said: datetime) -> str:
     """``text`` with each relative time phrase followed by the date it stands for, reckoned
     from ``said`` (the day the text was said): "(7 May 2023)" after English, "（2023年5月7日）"
     after Chinese. A phrase already followed by a bracket is left as it is."""
-    day = said.date()
-
-    def annotate(pattern: re.Pattern[str], resolve: Callable[[re.Match[str], date], str | None],
-                 opening: str, closing: str, source: str) -> str:
-        out: list[str] = []
-        last = 0
-        for match in pattern.finditer(source):
-            value = resolve(match, day)
-            follows = source[match.end():match.end() + 2].lstrip()
-            if value is None or follows.startswith(("(", "（")):
-                continue
-            out.append(source[last:match.end()] + f"{opening}{value}{closing}")
-            last = match.end()
-        return "".join(out) + source[last:]
-
-    text = annotate(_EN, _en, " (", ")", text)
-    return annotate(_ZH, _zh, "（", "）", text)
+    out: list[str] = []
+    last = 0
+    for mention in mentions(text, said.date()):
+        follows = text[mention.end:mention.end + 2].lstrip()
+        if not mention.shown or follows.startswith(("(", "（")):
+            continue
+        out.append(text[last:mention.end] + _shown(mention))
+        last = mention.end
+    return "".join(out) + text[last:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 __all__ = ["Period", "mentioned_periods"]
 
@@ -37,6 +37,25 @@ class Period:
         if self.month is not None and when.month != self.month:
             return False
         return self.year is None or when.year == self.year
+
+
+    def overlaps(self, first: date, last: date) -> bool:
+        """Whether any day from ``first`` to ``last`` is in the period (a day: or its
+        neighbours, as in ``contains``)."""
+        if self.day is not None and self.month is not None and self.year is not None:
+            try:
+                day = date(self.year, self.month, self.day)
+            except ValueError:
+                return False
+            return first - timedelta(days=1) <= day <= last + timedelta(days=1)
+        if self.month is None:
+            return self.year is not None and first.year <= self.year <= last.year
+        month = date(first.year, first.month, 1)
+        while month <= last:  # the months the span touches (a span is a year at most)
+            if month.month == self.month and self.year in (None, month.year):
+                return True
+            month = date(month.year + month.month // 12, month.month % 12 + 1, 1)
+        return False
 
 
 def _month(word: str) -> int:

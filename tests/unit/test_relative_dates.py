@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import pytest
 
 from strata.models import Layer, RecallRequest
 from strata.recall.assembly import LayerCandidates, assemble
 from strata.recall.recipes import DEFAULT
-from strata.recall.relative_dates import dated
+from strata.recall.relative_dates import dated, mentions
 from strata.recall.routing import Route, RouteDecision
 from strata.recall.scoring import ScoredItem
 
@@ -73,3 +73,25 @@ def test_the_context_line_carries_the_date_and_the_item_keeps_what_was_said() ->
     assert [i.text for i in response.items if i.id == "e1"] == [said]
     # a fact's date is when it happened (its time phrase already moved it): not shifted again
     assert "Lisbon last year" in response.context and "(2022)" not in response.context
+
+
+@pytest.mark.parametrize(("text", "first", "last"), [
+    ("I went camping last week", date(2023, 5, 1), date(2023, 5, 7)),
+    ("We had a blast last weekend!", date(2023, 5, 6), date(2023, 5, 7)),
+    ("today was fun", date(2023, 5, 8), date(2023, 5, 8)),
+    ("two weeks ago", date(2023, 4, 21), date(2023, 4, 27)),
+    ("last month", date(2023, 4, 1), date(2023, 4, 30)),
+    ("4 years ago", date(2019, 1, 1), date(2019, 12, 31)),
+    ("next week", date(2023, 5, 9), date(2023, 5, 15)),
+    ("我上周去了北京", date(2023, 5, 1), date(2023, 5, 7)),
+    ("上周末", date(2023, 5, 6), date(2023, 5, 7)),
+])
+def test_the_days_a_phrase_may_stand_for(text: str, first: date, last: date) -> None:
+    found = mentions(text, SAID.date())
+    assert [(m.first, m.last) for m in found] == [(first, last)]
+
+
+def test_a_sunday_last_weekend_is_the_one_before() -> None:
+    sunday = date(2023, 5, 14)
+    assert [(m.first, m.last) for m in mentions("last weekend", sunday)] == [
+        (date(2023, 5, 6), date(2023, 5, 7))]

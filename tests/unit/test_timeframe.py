@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import pytest
 
@@ -52,3 +52,26 @@ def test_turns_from_the_named_date_come_first() -> None:
     undated = fuse_granularities(hits, [], lambda ids: [], "What did she paint?",
                                  RECIPES["hybrid"])
     assert undated[0].score == undated[1].score
+
+
+def test_a_period_overlaps_a_span_of_days() -> None:
+    late_june = (date(2023, 6, 25), date(2023, 7, 1))
+    assert Period(None, 6).overlaps(*late_june) and Period(2023, 7).overlaps(*late_june)
+    assert not Period(2023, 5).overlaps(*late_june) and not Period(2022, 6).overlaps(*late_june)
+    assert Period(2023, 7, 2).overlaps(*late_june)  # a day's neighbour, as in contains
+    assert not Period(2023, 7, 3).overlaps(*late_june)
+    assert Period(None, 1).overlaps(date(2022, 12, 20), date(2023, 1, 2))
+    assert Period(2019).overlaps(date(2019, 1, 1), date(2019, 12, 31))
+    assert not Period(2023, 2, 31).overlaps(*late_june)
+
+
+def test_a_turn_speaking_of_the_named_month_comes_first_with_time_mentions() -> None:
+    hits = [turn("a", "We went camping in the mountains", "2023-07-20T13:56:00Z"),
+            turn("b", "We went camping last week", "2023-07-02T10:00:00+00:00")]
+    query = "When did Melanie go camping in June?"
+    mentioned = RECIPES["hybrid"].model_copy(update={"time_mentions": True})
+    out = fuse_granularities(hits, [], lambda ids: [], query, mentioned)
+    assert [h.record.id for h in out] == ["b", "a"] and out[0].parts["time"] > 0
+    said_only = RECIPES["hybrid"].model_copy(update={"time_mentions": False})
+    assert all("time" not in h.parts for h in fuse_granularities(hits, [], lambda ids: [],
+                                                                  query, said_only))
