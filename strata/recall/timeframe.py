@@ -40,22 +40,22 @@ class Period:
 
 
     def overlaps(self, first: date, last: date) -> bool:
-        """Whether any day from ``first`` to ``last`` is in the period (a day: or its
-        neighbours, as in ``contains``)."""
-        if self.day is not None and self.month is not None and self.year is not None:
-            try:
+        """Whether a span of days from ``first`` to ``last`` no longer than the period falls
+        in it (a day: or its neighbours, as in ``contains``): "last week" is in June, "last
+        year" is not in a day of it."""
+        try:
+            if self.day is not None and self.month is not None and self.year is not None:
                 day = date(self.year, self.month, self.day)
-            except ValueError:
+                return (last - first).days <= 2 and (
+                    first - timedelta(days=1) <= day <= last + timedelta(days=1))
+            if self.month is None:
+                return self.year is not None and first.year == last.year == self.year
+            if (last - first).days > 30:
                 return False
-            return first - timedelta(days=1) <= day <= last + timedelta(days=1)
-        if self.month is None:
-            return self.year is not None and first.year <= self.year <= last.year
-        month = date(first.year, first.month, 1)
-        while month <= last:  # the months the span touches (a span is a year at most)
-            if month.month == self.month and self.year in (None, month.year):
-                return True
-            month = date(month.year + month.month // 12, month.month % 12 + 1, 1)
-        return False
+            return any(d.month == self.month and self.year in (None, d.year)
+                       for d in (first, last))
+        except (ValueError, OverflowError):  # 31 February; a span at the calendar's ends
+            return False
 
 
 def _month(word: str) -> int:

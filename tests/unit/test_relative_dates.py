@@ -95,3 +95,39 @@ def test_a_sunday_last_weekend_is_the_one_before() -> None:
     sunday = date(2023, 5, 14)
     assert [(m.first, m.last) for m in mentions("last weekend", sunday)] == [
         (date(2023, 5, 6), date(2023, 5, 7))]
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("a month ago", "a month ago (about Apr 2023)"),
+    ("a year ago", "a year ago (about 2022)"),
+    ("二十年前我来到上海", "二十年前（约2003年）我来到上海"),
+    ("十一天前", "十一天前（2023年4月27日）"),
+    ("I went to the gym yesterday (×2)", "I went to the gym yesterday (7 May 2023) (×2)"),
+    ("yesterday (with my mom) we hiked", "yesterday (7 May 2023) (with my mom) we hiked"),
+])
+def test_counts_and_brackets_that_are_not_dates(text: str, shown: str) -> None:
+    assert dated(text, SAID) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "over the last year I've learned a lot",  # a stretch of time, not the calendar's year
+    "in the last month I ran 100 km",
+    "the last Friday before Christmas",
+    "half a year ago",
+    "about 1.5 years ago I moved",
+    "我2019年前往日本工作",  # 前往: went to, not "19 years ago"
+    "目前天气很好，然后天亮了，以前天天加班，晚上月亮很圆",
+    "123天前",
+])
+def test_words_that_only_look_like_a_phrase_are_left_alone(text: str) -> None:
+    assert dated(text, SAID) == text
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("I moved here last year", datetime(1, 1, 1, tzinfo=timezone.utc)),
+    ("99 years ago", datetime(50, 6, 1, tzinfo=timezone.utc)),
+    ("next month, and tomorrow", datetime(9999, 12, 31, tzinfo=timezone.utc)),
+])
+def test_a_date_at_the_ends_of_the_calendar_is_no_error(text: str, said: datetime) -> None:
+    assert dated(text, said) == text
+    assert mentions(text, said.date()) == ()

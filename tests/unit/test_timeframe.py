@@ -54,15 +54,20 @@ def test_turns_from_the_named_date_come_first() -> None:
     assert undated[0].score == undated[1].score
 
 
-def test_a_period_overlaps_a_span_of_days() -> None:
+def test_a_period_overlaps_a_span_of_days_no_longer_than_itself() -> None:
     late_june = (date(2023, 6, 25), date(2023, 7, 1))
     assert Period(None, 6).overlaps(*late_june) and Period(2023, 7).overlaps(*late_june)
     assert not Period(2023, 5).overlaps(*late_june) and not Period(2022, 6).overlaps(*late_june)
-    assert Period(2023, 7, 2).overlaps(*late_june)  # a day's neighbour, as in contains
-    assert not Period(2023, 7, 3).overlaps(*late_june)
+    assert not Period(2023, 7, 1).overlaps(*late_june)  # a week is not a day
+    one_day = (date(2023, 7, 1), date(2023, 7, 1))
+    assert Period(2023, 7, 2).overlaps(*one_day)  # a day's neighbour, as in contains
+    assert not Period(2023, 7, 3).overlaps(*one_day)
     assert Period(None, 1).overlaps(date(2022, 12, 20), date(2023, 1, 2))
-    assert Period(2019).overlaps(date(2019, 1, 1), date(2019, 12, 31))
+    year_2022 = (date(2022, 1, 1), date(2022, 12, 31))
+    assert Period(2022).overlaps(*year_2022) and Period(2022).overlaps(*late_june) is False
+    assert not Period(2022, 6).overlaps(*year_2022) and not Period(None, 6).overlaps(*year_2022)
     assert not Period(2023, 2, 31).overlaps(*late_june)
+    assert not Period(2023, 5, 3).overlaps(date.min, date.min)
 
 
 def test_a_turn_speaking_of_the_named_month_comes_first_with_time_mentions() -> None:
