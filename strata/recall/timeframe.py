@@ -38,7 +38,6 @@ class Period:
             return False
         return self.year is None or when.year == self.year
 
-
     def overlaps(self, first: date, last: date) -> bool:
         """Whether a span of days from ``first`` to ``last`` no longer than the period falls
         in it (a day: or its neighbours, as in ``contains``): "last week" is in June, "last
