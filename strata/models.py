@@ -376,6 +376,8 @@ class RecallItem(BaseModel):
     source: str | None = None
     provenance: Provenance = Field(default_factory=Provenance)
     context: str | None = None
+    speaker: str | None = Field(default=None, description=(
+        "who said it, in a multi-party conversation (the turn's metadata.speaker)"))
 
 
 class RecallResponse(BaseModel):

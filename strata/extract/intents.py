@@ -159,7 +159,9 @@ def find_forget(text: str) -> ForgetPhrase | None:
     for pattern in [*_FORGET_EN, *_FORGET_ZH]:
         for match in pattern.finditer(text):
             target = _clean_target(match.group("t"))
-            if target and not re.match(r"^(?:i|we|i'm|we're)\b", target, re.I):
+            # "never mind, I found it" targets nothing; "forget that I live in Boston" does
+            if target and (not re.match(r"^(?:i|we|i'm|we're)\b", target, re.I)
+                           or re.match(r"\s*that\s", match.group("t"), re.I)):
                 return ForgetPhrase(target=target)
             dismissive = dismissive or bool(_DISMISSIVE.search(match.group(0)))
     return ForgetPhrase(target=None) if dismissive else None

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
-from strata.extract.rules import RuleExtractor
+from strata.extract.rules import RuleExtractor, speaker_of, spoken_by
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.settings import Settings
 
@@ -35,7 +35,9 @@ class LLMExtractor:
         self._fallback = fallback or RuleExtractor()
 
     def _ask(self, turns: Sequence[Turn]) -> ExtractionOutput:
-        transcript = "\n".join(f"[{t.turn_id} {t.role.value}] {t.content}" for t in turns)
+        transcript = "\n".join(  # the person speaking, in a multi-party conversation
+            f"[{t.turn_id} {t.role.value}{f' · {who}' if (who := speaker_of(t)) else ''}] "
+            f"{t.content}" for t in turns)
         resp = self._http.post("/chat/completions", json={
             "model": self._model, "temperature": 0,
             "response_format": {"type": "json_object"},
@@ -65,13 +67,18 @@ class LLMExtractor:
             if memory.kind == "fact" and not memory.key:
                 continue
             first = sources[0]
-            out.append(Candidate(
+            # who said it, in a multi-party conversation: the one speaker of its user turns
+            said_by = {speaker_of(t) for t in sources if t.role is Role.USER}
+            speaker = said_by.pop() if len(said_by) == 1 else None
+            cand = Candidate(
                 kind=MemoryKind(memory.kind), text=memory.text, key=memory.key,
                 value=memory.value, confidence=memory.confidence, source=Source(memory.source),
                 intent=Intent(memory.intent), scope_tags=memory.scope_tags,
                 provenance=Provenance(session_id=first.session_id,
                                       turn_ids=[t.turn_id for t in sources if t.role is Role.USER]),
-                event_time=first.created_at))
+                event_time=first.created_at)
+            out.append(spoken_by(cand, speaker) if cand.kind is MemoryKind.FACT
+                       else cand.model_copy(update={"speaker": speaker}))
         return out
 
 

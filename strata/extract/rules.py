@@ -29,7 +29,8 @@ from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
-__all__ = ["RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of"]
+__all__ = ["RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of",
+           "spoken_by"]
 
 MIN_EPISODE_TOKENS = 6
 _CLAUSE = re.compile(r"[，,；;]\s*|\s+(?:and|but)\s+(?=i\b|i'|my\b|we\b)", re.I)
@@ -74,6 +75,22 @@ def speaker_of(turn: Turn) -> str | None:
     if not isinstance(speaker, str):
         return None
     return speaker.strip()[:80] or None
+
+
+def spoken_by(cand: Candidate, speaker: str | None) -> Candidate:
+    """A fact as one person of a multi-party conversation stated it: it is theirs (their
+    ``speaker``; a ``speaker:`` scope tag, so it conflicts only with what the same person
+    said — Caroline moving to Boston does not supersede Melanie's Ohio), and its text loses
+    the "Melanie: " the turn may start with (the context shows who said it)."""
+    if not speaker:
+        return cand
+    text = cand.text
+    prefix = re.match(rf"\s*{re.escape(speaker)}\s*[:：]\s*", text, re.IGNORECASE)
+    if prefix and text[prefix.end():].strip():
+        text = text[prefix.end():]
+    tag = f"speaker:{key_part(speaker)}"
+    tags = cand.scope_tags if tag in cand.scope_tags else [*cand.scope_tags, tag]
+    return cand.model_copy(update={"speaker": speaker, "text": text, "scope_tags": tags})
 
 
 def _fact_intent(turn_intent: Intent, sentence: str, change: bool) -> Intent:
@@ -124,10 +141,12 @@ class RuleExtractor:
             if target:
                 out.append(Candidate(kind=MemoryKind.FACT, text=target.strip(),
                                      intent=Intent.FORGET, provenance=provenance,
-                                     event_time=turn.created_at))
+                                     event_time=turn.created_at, speaker=speaker_of(turn)))
         for sentence in split_sentences(turn.content):
             if is_question(sentence):
                 continue  # a question states nothing ("what's a book you remember?")
+            if intent is Intent.FORGET and find_forget(sentence) is not None:
+                continue  # "forget that I live in Boston" states nothing either
             out.extend(self._facts(sentence, intent, provenance, turn))
         if intent is Intent.FORGET:
             return out  # what the user wants forgotten is not recorded again as an event
@@ -136,6 +155,11 @@ class RuleExtractor:
 
     def _facts(self, sentence: str, intent: Intent, provenance: Provenance,
                turn: Turn) -> list[Candidate]:
+        speaker = speaker_of(turn)
+        return [spoken_by(c, speaker) for c in self._stated(sentence, intent, provenance, turn)]
+
+    def _stated(self, sentence: str, intent: Intent, provenance: Provenance,
+                turn: Turn) -> list[Candidate]:
         hedged = is_hedged(sentence)
         when = find_time_phrase(sentence, turn.created_at)
         event_time = when.when if when else turn.created_at

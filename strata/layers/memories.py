@@ -321,17 +321,23 @@ class LongTermMemory:
     def delete_user(self, scope: Scope) -> int:
         return sum(self.vectors.delete_scope(layer.collection, scope) for layer in LONG_TERM)
 
-    def forget_matching(self, scope: Scope, target: str, viewer: str | None = None) -> list[str]:
+    def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
+                        speaker: str | None = None) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
         weight 0 at once. A memory names it when it holds most of the target's content terms,
         or — outside Chinese, where the packaged model's cosines are trustworthy — when it is
-        close in meaning and shares a term ("forget the Tokyo trip")."""
+        close in meaning and shares a term ("forget the Tokyo trip"). Said by one person of
+        a multi-party conversation (``speaker``), it forgets what that person said, not
+        another's."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
         for collection in (Collection.FACTS, Collection.EPISODES):
             hits = self.vectors.search_hybrid(collection, scope, vector, target, 10, live)
             for hit in hits:
+                said_by = (hit.record.payload.get("metadata") or {}).get("speaker")
+                if speaker and said_by and said_by != speaker:
+                    continue
                 words = " ".join(filter(None, [hit.record.text, hit.record.payload.get("key"),
                                                hit.record.payload.get("value")]))
                 covered = coverage(target, words.replace(".", " ").replace("_", " "))

@@ -94,7 +94,9 @@ class FactStore:
             value=candidate.value, confidence=candidate.confidence, source=candidate.source,
             status=_STATUS_OF[decision.action], scope_tags=sorted(candidate.scope_tags),
             provenance=candidate.provenance, created_at=now, updated_at=now,
-            event_time=candidate.event_time, metadata={**candidate.metadata, "mentions": 1},
+            event_time=candidate.event_time, metadata={
+                **candidate.metadata, "mentions": 1,
+                **({"speaker": candidate.speaker} if candidate.speaker else {})},
             **attribution(candidate))
         changed = [item]
         for seen_id in decision.confirmed:  # observations this statement confirms: retired

@@ -6,6 +6,7 @@ process); the search that finds them is ``strata.recall.service``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
@@ -97,6 +98,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
             f"{item.text}\n{correction_label(correction)}")
         if item.layer == Layer.EPISODES and item.created_at is not None:
             text = dated(text, item.created_at)  # "last week" as said then, read now
+        text = said_by(item, text)
         turns = item.provenance.turn_ids
         chosen.append((item, "knowledge" if knowledge else "long_term", Excerpt(
             heading(item), text, terms, sentence_terms, cuttable=correction is None,
@@ -111,7 +113,8 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
             builder.included.append(correction)
     items = [RecallItem(id=i.id, layer=i.layer, text=i.text, score=round(i.score, 4),
                         created_at=i.created_at, confidence=i.confidence, source=i.source,
-                        provenance=i.provenance, context=i.context) for i in builder.included]
+                        provenance=i.provenance, context=i.context, speaker=i.speaker)
+             for i in builder.included]
     debug = None
     if request.debug:
         debug = {"route_reason": decision.reason, "relaxed": relaxed, "fallback": fallback,
@@ -125,6 +128,17 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                           layers=decision.layers, degraded=found.degraded,
                           timings_ms={k: round(v, 2) for k, v in found.timings_ms.items()},
                           debug=debug)
+
+
+def said_by(item: ScoredItem, text: str) -> str:
+    """``text`` as the line shows it: in a multi-party conversation, with who said it in
+    front ("Melanie: I love camping trips") unless it already starts so. A merged pair of
+    turns is left as it is (its turns may be two people's)."""
+    speaker = item.speaker
+    if not speaker or len(item.provenance.turn_ids) > 1 or re.match(
+            rf"\s*{re.escape(speaker)}\s*[:：]", text, re.IGNORECASE):
+        return text
+    return f"{speaker}: {text}"
 
 
 def working_only(request: RecallRequest, working: WorkingSnapshot | None) -> RecallResponse:

@@ -41,6 +41,7 @@ class ScoredItem(BaseModel):
     parts: dict[str, float] = Field(default_factory=dict)
     access_count: int = 0
     context: str | None = None  # the project / business line it belongs to
+    speaker: str | None = None  # who said it, in a multi-party conversation
 
 
 def lexical_similarity(bm25: float, half: float) -> float:

@@ -26,6 +26,7 @@ from strata.layers.records import from_record
 from strata.models import (
     Collection,
     Layer,
+    MemoryItem,
     MemoryStatus,
     RecallRequest,
     RecallResponse,
@@ -63,7 +64,12 @@ def _item(layer: Layer, record: StoredRecord) -> ScoredItem:
                       text=redact(memory.text), created_at=memory.event_time or memory.created_at,
                       confidence=memory.confidence, source=memory.source.value,
                       provenance=memory.provenance, access_count=memory.access_count,
-                      context=memory_context(memory))
+                      context=memory_context(memory), speaker=_speaker(memory))
+
+
+def _speaker(memory: MemoryItem) -> str | None:
+    speaker = memory.metadata.get("speaker")
+    return redact(speaker) if isinstance(speaker, str) and speaker.strip() else None
 
 
 def _keyword_match(record: StoredRecord, query: str) -> bool:

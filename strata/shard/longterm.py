@@ -135,7 +135,7 @@ class ShardMemories:
             with self.lock:
                 for cand in forget:
                     result.forgotten.extend(self.longterm.forget_matching(
-                        scope, cand.text, viewer=turn.agent or ""))
+                        scope, cand.text, viewer=turn.agent or "", speaker=cand.speaker))
                 if explicit:
                     self._users.register(scope)
                     summary = self.longterm.writer.write(scope, explicit)

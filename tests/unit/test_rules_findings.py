@@ -60,6 +60,8 @@ def _apply(facts: FactStore, text: str, session: str) -> list[Action]:
     ("之前说的那个预算不算了。", "预算"),
     ("别再提我前男友了。", "前男友"),
     ("把出差计划忘掉吧。", "出差计划"),
+    ("Please forget that I live in Boston.", "I live in Boston"),  # a clause as the target
+    ("Forget that I work at Acme, it is no longer relevant.", "I work at Acme"),
 ])
 def test_forget_phrasing_wins_over_remember(text: str, target: str) -> None:
     assert detect_intent(text) is Intent.FORGET
@@ -69,7 +71,8 @@ def test_forget_phrasing_wins_over_remember(text: str, target: str) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "Forget it, I'll do it myself.", "Never mind.", "I always forget where I park.",
+    "Forget it, I'll do it myself.", "Never mind.", "Never mind, I found it.",
+    "I always forget where I park.",
     "我总是忘了带钥匙。", "算了，我自己来。", "Do you remember where I live?",
 ])
 def test_dismissals_and_recollections_are_no_intent(text: str) -> None:
@@ -94,6 +97,20 @@ def test_remembered_codename_is_forgotten_at_turn_time(redis_store: RedisStore) 
     ack = shard.append_turn(U, "s1", "user",
                             "Forget my project codename, it is no longer relevant.")
     assert ack.intents.forgotten and not ack.intents.remembered
+
+
+def test_forgetting_a_stated_home_does_not_state_it_again(redis_store: RedisStore) -> None:
+    # the forget sentence names the fact it retracts; it must not be written back as current
+    vectors = InMemoryVectorStore()
+    vectors.ensure_collections(64)
+    lt = LongTermMemory(vectors, HashEmbedder(64))
+    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
+                                longterm=lambda: lt)
+    shard.append_turn(U, "s1", "user", "Remember this: I live in Boston.")
+    assert lt.facts.current(U, "location.home").value == "Boston"  # type: ignore[union-attr]
+    ack = shard.append_turn(U, "s1", "user", "Please forget that I live in Boston.")
+    assert ack.intents.forgotten and not ack.intents.remembered
+    assert all(v.weight == 0.0 for v in lt.facts.versions(U, "location.home"))
 
 
 # -- changes ---------------------------------------------------------------------------------

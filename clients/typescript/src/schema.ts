@@ -929,6 +929,11 @@ export interface components {
             provenance?: components["schemas"]["Provenance"];
             /** Context */
             context?: string | null;
+            /**
+             * Speaker
+             * @description who said it, in a multi-party conversation (the turn's metadata.speaker)
+             */
+            speaker?: string | null;
         };
         /**
          * RecallRequest
