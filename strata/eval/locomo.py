@@ -8,7 +8,10 @@ goes through the recall API. Metrics follow ``shared/data/README.md``: recall@k 
 evidence dia_ids named by the items' provenance (items naming more than 2 turns count for
 none), MRR of the first evidence hit, mean context tokens, recall latency, ingestion time;
 beside them, the share of each answer's words the context holds (the answers are read to
-score, never to recall).
+score, never to recall), and the *turn MRR*: the first evidence turn's position counting every
+turn the context shows before it (an item of two merged turns is two positions, its turns in
+the order shown). MRR counts items, so merging turns into items raises it without moving any
+evidence up the context; the turn MRR does not reward that.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from strata.stores.lexical import tokenize
 from strata.tokens import count_tokens
 
 __all__ = ["EvalReport", "answer_words", "conversation_sessions", "evaluate", "format_table",
-           "parse_session_date", "turn_text"]
+           "parse_session_date", "turn_rank", "turn_text"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MAX_PROVENANCE_TURNS = 2
@@ -46,6 +49,7 @@ class CategoryScore(BaseModel):
     questions: int = 0
     recall_at: dict[str, float] = Field(default_factory=dict)
     mrr: float = 0.0
+    turn_mrr: float = 0.0  # by the first evidence turn's position among the turns shown
     # the share of the answer's words (index terms) the context holds, at the largest k: a
     # check that the context carries what the evidence says, not only the evidence's ids
     answer_words: float = 0.0
@@ -60,6 +64,7 @@ class QuestionResult(BaseModel):
     evidence: list[str]
     found: list[str]  # the evidence among the recalled items' turns
     first_hit_rank: int | None
+    first_hit_turn: int | None = None  # its position among the turns the context shows
     answer_words: float | None = None  # None: the answer has no index terms
 
 
@@ -137,6 +142,23 @@ def _hits(items: list[dict[str, Any]], to_dia: dict[str, str]) -> list[set[str]]
     return out
 
 
+def turn_rank(items: list[dict[str, Any]], to_dia: dict[str, str],
+              evidence: set[str]) -> int | None:
+    """The first evidence turn's position among the turns the items show, in order (an item
+    naming more than 2 turns, or none, is one position and counts for none)."""
+    position = 0
+    for item in items:
+        turn_ids = item.get("provenance", {}).get("turn_ids", [])
+        if not 0 < len(turn_ids) <= MAX_PROVENANCE_TURNS:
+            position += 1
+            continue
+        for turn_id in turn_ids:
+            position += 1
+            if to_dia.get(turn_id) in evidence:
+                return position
+    return None
+
+
 def _known_ids(conv: dict[str, Any]) -> tuple[dict[str, str], int]:
     """turn_id → dia_id of an already ingested conversation (turn ids are session:n)."""
     to_dia = {f"s{n}:{i}": turn["dia_id"]
@@ -167,7 +189,7 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
     ingestion_s = time.monotonic() - started
     wait_s = _wait_for_extraction(client)
 
-    per_q: list[tuple[int, dict[int, float], float, float | None]] = []
+    per_q: list[tuple[int, dict[int, float], float, float | None, float]] = []
     outcomes: list[QuestionResult] = []
     tokens: dict[int, list[int]] = {k: [] for k in ks}
     latencies: list[float] = []
@@ -177,7 +199,7 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
                 continue
             evidence = set(q["evidence"])
             recall_at: dict[int, float] = {}
-            reciprocal = 0.0
+            reciprocal = by_turn = 0.0
             words: float | None = None
             for k in ks:
                 t0 = time.perf_counter()
@@ -191,15 +213,18 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
                 if k == max(ks):
                     rank = next((i for i, h in enumerate(hits, 1) if h & evidence), None)
                     reciprocal = 1.0 / rank if rank else 0.0
+                    position = turn_rank(resp["items"], to_dia, evidence)
+                    by_turn = 1.0 / position if position else 0.0
                     words = answer_words(str(q.get("answer", "")), resp["context"])
                     outcomes.append(QuestionResult(
                         conversation=name, category=CATEGORIES[int(q["category"])],
                         question=str(q["question"]), evidence=sorted(evidence),
                         found=sorted(evidence & found), first_hit_rank=rank,
-                        answer_words=words))
-            per_q.append((int(q["category"]), recall_at, reciprocal, words))
+                        first_hit_turn=position, answer_words=words))
+            per_q.append((int(q["category"]), recall_at, reciprocal, words, by_turn))
 
-    def score(rows: list[tuple[int, dict[int, float], float, float | None]]) -> CategoryScore:
+    def score(rows: list[tuple[int, dict[int, float], float, float | None, float]]
+              ) -> CategoryScore:
         if not rows:
             return CategoryScore()
         worded = [r[3] for r in rows if r[3] is not None]
@@ -207,6 +232,7 @@ def evaluate(client: Client, data_dir: Path, ks: Sequence[int] = (5, 10, 20),
             questions=len(rows),
             recall_at={str(k): round(statistics.fmean(r[1][k] for r in rows), 4) for k in ks},
             mrr=round(statistics.fmean(r[2] for r in rows), 4),
+            turn_mrr=round(statistics.fmean(r[4] for r in rows), 4),
             answer_words=round(statistics.fmean(worded), 4) if worded else 0.0)
 
     lat = sorted(latencies)
@@ -231,12 +257,12 @@ def answer_words(answer: str, context: str) -> float | None:
 
 def format_table(report: EvalReport) -> str:
     ks = report.ks
-    head = ["category", "n"] + [f"R@{k}" for k in ks] + ["MRR", "answer words"]
+    head = ["category", "n"] + [f"R@{k}" for k in ks] + ["MRR", "turn MRR", "answer words"]
     rows = [head]
     for name, sc in [*report.by_category.items(), ("overall", report.overall)]:
         rows.append([name, str(sc.questions)] + [f"{sc.recall_at.get(str(k), 0):.3f}"
                                                  for k in ks]
-                    + [f"{sc.mrr:.3f}", f"{sc.answer_words:.3f}"])
+                    + [f"{sc.mrr:.3f}", f"{sc.turn_mrr:.3f}", f"{sc.answer_words:.3f}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     lines.append(f"context tokens (mean): {report.context_tokens_mean}   "

@@ -11,7 +11,7 @@ import pytest
 
 from strata.client import Client
 from strata.errors import Conflict, InvalidInput, NotFound
-from strata.eval.locomo import evaluate
+from strata.eval.locomo import evaluate, turn_rank
 from strata.layers.memories import LongTermMemory
 from strata.layers.summarize import RuleSummarizer
 from strata.models import Scope
@@ -195,3 +195,16 @@ def test_locomo_eval_sends_one_batch_per_session_and_maps_the_service_ids(tmp_pa
          "created_at": "2023-05-08T13:56:30+00:00", "metadata": {"speaker": "Bob"}}]
     reused = evaluate(client, tmp_path, ks=(5,), reuse_tag="x")  # ids known without writing
     assert reused.overall.recall_at == {"5": 1.0}
+
+
+def test_the_turn_rank_counts_every_turn_shown_before_the_evidence() -> None:
+    to_dia = {f"s1:{i}": f"D1:{i}" for i in range(1, 9)}
+
+    def item(*turns: str) -> dict[str, object]:
+        return {"provenance": {"turn_ids": list(turns)}}
+
+    items = [item("s1:1", "s1:2"), item("s1:3", "s1:4", "s1:6"), item("s1:5"), item()]
+    assert turn_rank(items, to_dia, {"D1:2"}) == 2     # the second turn of a merged pair
+    assert turn_rank(items, to_dia, {"D1:5"}) == 4     # after a pair and a summary line
+    assert turn_rank(items, to_dia, {"D1:6"}) is None  # named only by a 3-turn item
+    assert turn_rank(items, to_dia, {"D1:8"}) is None
