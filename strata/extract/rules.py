@@ -30,7 +30,7 @@ from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
 __all__ = ["RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of",
-           "spoken_by"]
+           "speaker_prefix", "spoken_by"]
 
 MIN_EPISODE_TOKENS = 6
 _CLAUSE = re.compile(r"[，,；;]\s*|\s+(?:and|but)\s+(?=i\b|i'|my\b|we\b)", re.I)
@@ -77,6 +77,11 @@ def speaker_of(turn: Turn) -> str | None:
     return speaker.strip()[:80] or None
 
 
+def speaker_prefix(text: str, speaker: str) -> re.Match[str] | None:
+    """The "Melanie: " a text starts with, naming ``speaker`` (case aside)."""
+    return re.match(rf"\s*{re.escape(speaker)}\s*[:：]\s*", text, re.IGNORECASE)
+
+
 def spoken_by(cand: Candidate, speaker: str | None) -> Candidate:
     """A fact as one person of a multi-party conversation stated it: it is theirs (their
     ``speaker``; a ``speaker:`` scope tag, so it conflicts only with what the same person
@@ -85,7 +90,7 @@ def spoken_by(cand: Candidate, speaker: str | None) -> Candidate:
     if not speaker:
         return cand
     text = cand.text
-    prefix = re.match(rf"\s*{re.escape(speaker)}\s*[:：]\s*", text, re.IGNORECASE)
+    prefix = speaker_prefix(text, speaker)
     if prefix and text[prefix.end():].strip():
         text = text[prefix.end():]
     tag = f"speaker:{key_part(speaker)}"

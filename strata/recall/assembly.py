@@ -6,13 +6,13 @@ process); the search that finds them is ``strata.recall.service``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from strata.extract.rules import speaker_prefix
 from strata.models import (
     LONG_TERM,
     Layer,
@@ -135,8 +135,7 @@ def said_by(item: ScoredItem, text: str) -> str:
     front ("Melanie: I love camping trips") unless it already starts so. A merged pair of
     turns is left as it is (its turns may be two people's)."""
     speaker = item.speaker
-    if not speaker or len(item.provenance.turn_ids) > 1 or re.match(
-            rf"\s*{re.escape(speaker)}\s*[:：]", text, re.IGNORECASE):
+    if not speaker or len(item.provenance.turn_ids) > 1 or speaker_prefix(text, speaker):
         return text
     return f"{speaker}: {text}"
 

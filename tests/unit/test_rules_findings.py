@@ -85,12 +85,17 @@ def test_a_target_less_dismissal_forgets_the_previous_statement() -> None:
     assert [c.text for c in forget] == ["My gym is FitLife on Main."]
 
 
-def test_remembered_codename_is_forgotten_at_turn_time(redis_store: RedisStore) -> None:
+def _shard_with_memory(redis_store: RedisStore) -> tuple[LongTermMemory, SessionShardService]:
+    """A session shard whose long-term memory is an in-memory store."""
     vectors = InMemoryVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, HashEmbedder(64))
-    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
-                                longterm=lambda: lt)
+    return lt, SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
+                                   longterm=lambda: lt)
+
+
+def test_remembered_codename_is_forgotten_at_turn_time(redis_store: RedisStore) -> None:
+    lt, shard = _shard_with_memory(redis_store)
     first = shard.append_turn(U, "s1", "user", "Remember this: my project codename is Falcon.")
     assert first.intents.remembered
     assert lt.facts.current(U, "project.codename").value == "Falcon"  # type: ignore[union-attr]
@@ -101,11 +106,7 @@ def test_remembered_codename_is_forgotten_at_turn_time(redis_store: RedisStore) 
 
 def test_forgetting_a_stated_home_does_not_state_it_again(redis_store: RedisStore) -> None:
     # the forget sentence names the fact it retracts; it must not be written back as current
-    vectors = InMemoryVectorStore()
-    vectors.ensure_collections(64)
-    lt = LongTermMemory(vectors, HashEmbedder(64))
-    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
-                                longterm=lambda: lt)
+    lt, shard = _shard_with_memory(redis_store)
     shard.append_turn(U, "s1", "user", "Remember this: I live in Boston.")
     assert lt.facts.current(U, "location.home").value == "Boston"  # type: ignore[union-attr]
     ack = shard.append_turn(U, "s1", "user", "Please forget that I live in Boston.")
@@ -125,11 +126,7 @@ def test_a_move_in_chinese_supersedes_the_old_home(facts: FactStore) -> None:
 
 def test_the_session_end_replay_keeps_the_new_home(redis_store: RedisStore) -> None:
     """The move is written at turn time; replaying the session must not revive 北京."""
-    vectors = InMemoryVectorStore()
-    vectors.ensure_collections(64)
-    lt = LongTermMemory(vectors, HashEmbedder(64))
-    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
-                                longterm=lambda: lt)
+    lt, shard = _shard_with_memory(redis_store)
     shard.append_turn(U, "s1", "user", "我住在北京，在一家做跨境电商的公司上班。")
     moved = shard.append_turn(U, "s1", "user", "告诉你个消息，我上个月搬到上海了。")
     assert moved.intents.remembered
