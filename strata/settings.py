@@ -60,6 +60,15 @@ class Settings(BaseSettings):
     embedder: Literal["minilm", "hash", "openai"] = "minilm"
     summarizer: Literal["rules", "openai"] = "rules"
     extractor: Literal["rules", "openai"] = "rules"
+    query_expander: Literal["rules", "openai"] = Field(default="rules", description=(
+        "recall's optional LLM path: 'openai' has the chat model (openai_base_url, "
+        "openai_chat_model) write statements the person asked about might have said, each "
+        "searched beside the question (strata/recall/expansion.py); adds the model's "
+        "latency to every recall of the personal layers"))
+    query_expansions: int = Field(default=4, ge=1, le=8, description=(
+        "the most statements one question is expanded into"))
+    query_expansion_timeout_s: float = Field(default=10.0, gt=0, description=(
+        "past this the question is searched alone"))
     queue_warn_depth: int = Field(default=1000, ge=1,
                                   description="log a warning when a queue backlog passes this")
     openai_chat_model: str = "gpt-4o-mini"

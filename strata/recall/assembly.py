@@ -34,8 +34,8 @@ from strata.stores.lexical import tokenize
 # a sentence's index terms, cached: the same memories come back recall after recall
 sentence_terms = lru_cache(maxsize=16384)(tokenize)
 
-__all__ = ["CONTEXT_BOOST", "LayerCandidates", "WorkingSnapshot", "assemble", "could_pass",
-           "in_context", "memory_context", "select_candidates", "working_only"]
+__all__ = ["CONTEXT_BOOST", "LayerCandidates", "WorkingSnapshot", "assemble", "best_of",
+           "could_pass", "in_context", "memory_context", "select_candidates", "working_only"]
 
 
 class WorkingSnapshot(Protocol):
@@ -62,6 +62,24 @@ class LayerCandidates(BaseModel):
     candidates: list[ScoredItem] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     degraded: bool = False
+
+
+def best_of(found: LayerCandidates, *more: LayerCandidates,
+            weight: float = 1.0) -> LayerCandidates:
+    """``found`` with the candidates of further searches of the same layers (the LLM's
+    statements, ``strata.recall.expansion``): a candidate any of them found keeps its best
+    score, those of ``more`` × ``weight``, and ``parts["statement"]`` says which statement
+    (1-based) found it when one of them scored best."""
+    best = {c.id: c for c in found.candidates}
+    for number, other in enumerate(more, 1):
+        for candidate in other.candidates:
+            score = candidate.score * weight
+            if candidate.id not in best or score > best[candidate.id].score:
+                best[candidate.id] = candidate.model_copy(update={
+                    "score": score, "parts": {**candidate.parts, "statement": float(number)}})
+    return found.model_copy(update={
+        "candidates": list(best.values()),
+        "degraded": found.degraded or any(o.degraded for o in more)})
 
 
 def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSnapshot | None,

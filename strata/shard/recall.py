@@ -12,9 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
 from strata.models import LONG_TERM, Layer, RecallRequest, Scope
-from strata.recall.assembly import LayerCandidates, could_pass, select_candidates
+from strata.recall.assembly import LayerCandidates, best_of, could_pass, select_candidates
+from strata.recall.expansion import QueryExpander
 from strata.recall.granularity import without_speakers
-from strata.recall.late import QueryBatcher, embed_queries
+from strata.recall.late import LateScorer, QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.service import RecallService, correction_items, decide_route
 from strata.shard.longterm import LazyLongTerm
@@ -29,10 +30,15 @@ logger = logging.getLogger(__name__)
 
 class ShardRecall:
     """Recalls served from the shard's users' long-term memory. Queries the shard embeds
-    itself are batched with the concurrent recalls' (``QueryBatcher``)."""
+    itself are batched with the concurrent recalls' (``QueryBatcher``). With an
+    ``expander`` (recall's optional LLM path, ``strata.recall.expansion``), the statements it
+    writes for a question are searched too, the model asked while the question is."""
 
-    def __init__(self, longterm: LazyLongTerm) -> None:
+    def __init__(self, longterm: LazyLongTerm, expander: QueryExpander | None = None) -> None:
         self._longterm = longterm
+        self._expander = expander
+        self._asking = (ThreadPoolExecutor(max_workers=8, thread_name_prefix="query-expansion")
+                        if expander is not None else None)
         self._service: RecallService | None = None
         self._queries: QueryBatcher | None = None
         self._lock = threading.Lock()
@@ -64,15 +70,18 @@ class ShardRecall:
             hot = vectors if isinstance(vectors, HotIndexStore) else None
             # the dense search of the personal layers: the query without the names of the
             # people speaking in the user's conversations (granularity.without_speakers)
-            topic = None
+            topic, speakers = None, frozenset[str]()
             if hot is not None:
                 hot.warm(scope)
-                topic = without_speakers(request.query, hot.speakers(scope))
+                speakers = hot.speakers(scope)
+                topic = without_speakers(request.query, speakers)
         except StrataError as exc:  # the durable store is down: degrade, as a layer would
             logger.warning("recall: the long-term memory of %s is unavailable: %s",
                            scope.key, exc.detail)
             return MemoryAnswer(decision=decision, working=working,
                                 found=LayerCandidates(degraded=True))
+        statements = (self._asking.submit(self._expander.expand, request.query, speakers)
+                      if self._asking is not None and self._expander is not None else None)
         waited = time.perf_counter()
         if query is None:  # both embedded in one pass
             embedded, *rest = self.embed_queries([request.query, *([topic] if topic else [])])
@@ -83,12 +92,16 @@ class ShardRecall:
             embedded, rest = query(), []
         vector = rest[0].vector if rest else embedded.vector
         waited = (time.perf_counter() - waited) * 1000
-        late = None
-        if hot is not None and embedded.tokens is not None and recipe.late_share > 0:
-            late = hot.late_scorer(scope, embedded.tokens)
         found = service.search_layers(scope, request, vector, personal, recipe,
-                                      late=late,
+                                      late=_late_scorer(hot, scope, embedded, recipe),
                                       terms_of=hot.terms_of(scope) if hot is not None else None)
+        if statements is not None:
+            started = time.perf_counter()
+            written = statements.result()
+            found = best_of(found, *self._search_statements(
+                scope, request, written, speakers, personal, recipe, service, hot),
+                weight=recipe.expansion_weight)
+            found.timings_ms["expansion"] = (time.perf_counter() - started) * 1000
         found.timings_ms["embedding_wait"] = waited
         needs_fallback = not select_candidates(found.candidates, recipe)[0]
         if not request.debug:  # only what assemble can use travels back (debug: every one)
@@ -98,6 +111,29 @@ class ShardRecall:
                                        if needs_fallback else []),
                             embedding=embedded if Layer.KNOWLEDGE in decision.layers else None,
                             corrections=corrections)
+
+    def _search_statements(self, scope: Scope, request: RecallRequest, statements: list[str],
+                           speakers: frozenset[str], personal: list[Layer],
+                           recipe: RecallRecipe, service: RecallService,
+                           hot: HotIndexStore | None) -> list[LayerCandidates]:
+        """Each statement searched as the question is (its dense query without the
+        speakers' names), every one of them embedded in one batch."""
+        if not statements:
+            return []
+        topics = [without_speakers(s, speakers) if hot is not None else None
+                  for s in statements]
+        embedded = iter(self.embed_queries(
+            [t for s, topic in zip(statements, topics, strict=True)
+             for t in (s, *([topic] if topic else []))]))
+        found = []
+        for statement, topic in zip(statements, topics, strict=True):
+            whole = next(embedded)
+            vector = next(embedded).vector if topic else whole.vector
+            found.append(service.search_layers(
+                scope, request.model_copy(update={"query": statement}), vector, personal,
+                recipe, late=_late_scorer(hot, scope, whole, recipe),
+                terms_of=hot.terms_of(scope) if hot is not None else None))
+        return found
 
     def embed_queries(self, texts: list[str]) -> list[QueryEmbedding]:
         """The queries' embeddings by the shard's embedder (its own model, or the shared
@@ -120,3 +156,11 @@ class ShardRecall:
         if queries is None:
             return {}
         return {"query_batches": queries.batches, "queries_embedded": queries.queries}
+
+
+def _late_scorer(hot: HotIndexStore | None, scope: Scope, embedded: QueryEmbedding,
+                 recipe: RecallRecipe) -> LateScorer | None:
+    """Late interaction over the query's token vectors, where the index keeps the texts'."""
+    if hot is None or embedded.tokens is None or recipe.late_share <= 0:
+        return None
+    return hot.late_scorer(scope, embedded.tokens)

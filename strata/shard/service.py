@@ -20,6 +20,7 @@ from strata.layers.summarize import Summarizer
 from strata.layers.working import WorkingMemoryConfig
 from strata.models import MemoryItem, MemoryKind, RecallRequest, Scope
 from strata.portability import ImportCounts
+from strata.recall.expansion import make_expander
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.erasure import ShardErasure
@@ -60,7 +61,7 @@ class SessionShardService:
         self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
                                       log=redis.sessions, index=redis.index,
                                       queues=redis.queues, config=config)
-        self.recall = ShardRecall(self._longterm)
+        self.recall = ShardRecall(self._longterm, make_expander(settings))
         self.followups = ShardFollowUps(settings, self._longterm, self.memories.lock,
                                         log=redis.sessions, index=redis.index,
                                         state=redis.followups)

@@ -1,0 +1,119 @@
+"""A question written as what was said: recall's optional LLM path (off by default).
+
+The rules search the question as asked: the dense query without the speakers' names
+(``granularity.without_speakers``), the time boost for a period it names, the speaker boost
+for the person it names. What they cannot do is link a question to evidence that shares no
+words or near meaning with it — "What activities does Melanie partake in?" is answered by
+"I'm off to go swimming with the kids", "What console does Nate own?" by a turn about a game
+made for one (``docs/benchmarks.md``: a third of LoCoMo's multi-hop and open-domain evidence
+is never among the candidates). With ``STRATA_QUERY_EXPANDER=openai`` an OpenAI-compatible
+chat model writes a few statements the person asked about might have said — one per likely
+item for a list question, what would decide it for a "would / likely" one, the event itself
+for a "when" one — and each is searched like the question; a candidate keeps its best score
+(``strata.shard.recall``). Any failure (an error, a timeout, output that is not the schema)
+means no statements: the question is still searched as asked."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection
+from typing import Protocol
+
+import httpx
+from pydantic import BaseModel, Field, ValidationError
+
+from strata.extract.prompts import Prompt
+from strata.settings import Settings
+
+__all__ = ["EXPAND_V1", "ExpansionOutput", "LLMQueryExpander", "QueryExpander",
+           "make_expander"]
+
+logger = logging.getLogger(__name__)
+
+MAX_STATEMENT_CHARS = 300
+
+
+class ExpansionOutput(BaseModel):
+    """What the model must return."""
+
+    statements: list[str] = Field(default_factory=list, max_length=16)
+
+
+EXPAND_V1 = Prompt(version="expand-v1", system="""\
+You help a memory search find what was said in long conversations. You get a question about
+the people in them and write short statements that could be in the transcript and would
+answer it. They are guesses used only to search; they are never shown as facts.
+
+Rules:
+- Write each statement as the person asked about would have said it, in the first person,
+  starting with their name and a colon when people are named: "Melanie: I went swimming with
+  the kids today". When nobody is named, write what the user would have said: "I moved to
+  Denver last spring".
+- A question asking for a list or a count ("what activities", "which books", "how many
+  times"): one statement per likely item, each a different item.
+- A "would / likely / might / could" question: what the person would have said about
+  themselves that decides it (likes, values, plans, history), not the conclusion.
+- A "when" question: the event itself, without a date.
+- At most {most} statements, each one sentence. Return JSON only: {"statements": ["…"]}""")
+
+
+class QueryExpander(Protocol):
+    def expand(self, query: str, speakers: Collection[str]) -> list[str]: ...
+
+
+class LLMQueryExpander:
+    """Statements by an OpenAI-compatible chat model; none when it fails."""
+
+    def __init__(self, base_url: str, api_key: str, model: str, most: int = 4,
+                 timeout_s: float = 10.0, prompt: Prompt = EXPAND_V1,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                  timeout=timeout_s, transport=transport)
+        self._model = model
+        self._most = most
+        self.prompt = prompt
+
+    def _ask(self, query: str, speakers: Collection[str]) -> ExpansionOutput:
+        people = ", ".join(sorted(speakers)) or "(none named: the user)"
+        resp = self._http.post("/chat/completions", json={
+            "model": self._model, "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": self.prompt.system.replace("{most}",
+                                                                         str(self._most))},
+                {"role": "user", "content": f"People in the conversations: {people}\n"
+                                            f"Question: {query}"}]})
+        resp.raise_for_status()
+        content = resp.json()["choices"][0]["message"]["content"]
+        return ExpansionOutput.model_validate(json.loads(content))
+
+    def expand(self, query: str, speakers: Collection[str]) -> list[str]:
+        """At most ``most`` distinct statements (each cut to 300 characters), or none."""
+        if not query.strip():
+            return []
+        try:
+            output = self._ask(query, speakers)
+        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError,
+                ValidationError) as exc:
+            logger.warning("query expansion (%s) failed, searching the question alone: %s",
+                           self.prompt.version, exc)
+            return []
+        seen = {query.strip().casefold()}
+        statements = []
+        for raw in output.statements:
+            text = " ".join(raw.split())[:MAX_STATEMENT_CHARS]
+            if text and text.casefold() not in seen:
+                seen.add(text.casefold())
+                statements.append(text)
+        return statements[:self._most]
+
+
+def make_expander(settings: Settings) -> QueryExpander | None:
+    """The expander ``settings.query_expander`` names; None for the rules (the default)."""
+    if settings.query_expander == "openai":
+        return LLMQueryExpander(settings.openai_base_url, settings.openai_api_key,
+                                settings.openai_chat_model, most=settings.query_expansions,
+                                timeout_s=settings.query_expansion_timeout_s)
+    return None
