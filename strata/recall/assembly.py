@@ -62,6 +62,7 @@ class LayerCandidates(BaseModel):
     candidates: list[ScoredItem] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     degraded: bool = False
+    statements: list[str] = Field(default_factory=list)  # the LLM's, when it was asked
 
 
 def best_of(found: LayerCandidates, *more: LayerCandidates,
@@ -79,6 +80,7 @@ def best_of(found: LayerCandidates, *more: LayerCandidates,
                     "score": score, "parts": {**candidate.parts, "statement": float(number)}})
     return found.model_copy(update={
         "candidates": list(best.values()),
+        "statements": [*found.statements, *(s for o in more for s in o.statements)],
         "degraded": found.degraded or any(o.degraded for o in more)})
 
 
@@ -139,6 +141,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                  "threshold": recipe.threshold, "recipe": recipe.name,
                  "context_tokens": builder.tokens(),
                  "context": request.context, "agent": request.agent,
+                 "statements": found.statements,
                  "candidates": [c.model_dump(mode="json", include={
                      "id", "layer", "kind", "text", "score", "parts", "context"})
                      for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}

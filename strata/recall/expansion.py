@@ -47,15 +47,19 @@ answer it. They are guesses used only to search; they are never shown as facts.
 
 Rules:
 - Write each statement as the person asked about would have said it, in the first person,
-  starting with their name and a colon when people are named: "Melanie: I went swimming with
-  the kids today". When nobody is named, write what the user would have said: "I moved to
-  Denver last spring".
+  starting with their name and a colon when people are named. When nobody is named, write
+  what the user would have said, without a name.
 - A question asking for a list or a count ("what activities", "which books", "how many
   times"): one statement per likely item, each a different item.
 - A "would / likely / might / could" question: what the person would have said about
   themselves that decides it (likes, values, plans, history), not the conclusion.
 - A "when" question: the event itself, without a date.
-- At most {most} statements, each one sentence. Return JSON only: {"statements": ["…"]}""")
+- At most {most} statements, each one sentence. Return JSON only: {"statements": ["…"]}
+
+Example. People in the conversations: Dana, Lee. Question: What sports does Dana play?
+{"statements": ["Dana: I had volleyball practice after work", "Dana: Our five-a-side \
+football team won on Saturday", "Dana: I've been climbing at the bouldering gym twice a \
+week"]}""")
 
 
 class QueryExpander(Protocol):
@@ -78,7 +82,7 @@ class LLMQueryExpander:
     def _ask(self, query: str, speakers: Collection[str]) -> ExpansionOutput:
         people = ", ".join(sorted(speakers)) or "(none named: the user)"
         resp = self._http.post("/chat/completions", json={
-            "model": self._model, "temperature": 0,
+            "model": self._model, "temperature": 0, "max_tokens": 60 * self._most,
             "response_format": {"type": "json_object"},
             "messages": [
                 {"role": "system", "content": self.prompt.system.replace("{most}",

@@ -129,10 +129,12 @@ class ShardRecall:
         for statement, topic in zip(statements, topics, strict=True):
             whole = next(embedded)
             vector = next(embedded).vector if topic else whole.vector
-            found.append(service.search_layers(
+            searched = service.search_layers(
                 scope, request.model_copy(update={"query": statement}), vector, personal,
                 recipe, late=_late_scorer(hot, scope, whole, recipe),
-                terms_of=hot.terms_of(scope) if hot is not None else None))
+                terms_of=hot.terms_of(scope) if hot is not None else None)
+            searched.statements = [statement]
+            found.append(searched)
         return found
 
     def embed_queries(self, texts: list[str]) -> list[QueryEmbedding]:

@@ -143,6 +143,16 @@ def recall(shard: SessionShardService, query: str = QUESTION) -> tuple[list[str]
     return [i.text for i in response.items], answer.found.candidates
 
 
+def answer_statements(shard: SessionShardService) -> list[str]:
+    """The statements the recall's debug output lists."""
+    request = RecallRequest(user_id=U.user, query=QUESTION, layers=[Layer.EPISODES], debug=True)
+    answer = shard.recall_memory(U, request, None)
+    response = assemble(request, answer.decision, answer.working, answer.found, DEFAULT,
+                        lambda: answer.most_used)
+    assert response.debug is not None
+    return list(response.debug["statements"])
+
+
 def test_a_statement_finds_what_the_question_shares_no_words_with(
         redis_store: RedisStore, chat: FakeChat) -> None:
     rules, _ = recall(shard_with_turns(redis_store, Settings()))
@@ -154,9 +164,12 @@ def test_a_statement_finds_what_the_question_shares_no_words_with(
         query_expander="openai", openai_base_url=chat.url, openai_chat_model="m"))
     texts, candidates = recall(shard)
     assert texts[0] == SWIMMING
+    assert answer_statements(shard) == ["Melanie: I went swimming with the kids",
+                                        "Melanie: I signed up for a pottery class"]
     [found] = [c for c in candidates if c.text == SWIMMING]
     assert found.parts["statement"] == 1.0  # the first statement found it
-    [asked] = chat.requests
+    asked = chat.requests[0]
+    assert len(chat.requests) == 2  # the recall, and answer_statements'
     assert asked["path"] == "/v1/chat/completions" and asked["model"] == "m"
     assert asked["messages"][1]["content"] == (
         f"People in the conversations: Caroline, Melanie\nQuestion: {QUESTION}")
