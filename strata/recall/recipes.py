@@ -68,8 +68,10 @@ class RecallRecipe(BaseModel):
     late_share: float = Field(default=0.8, ge=0.0, le=1.0)
     late_candidates: int = Field(default=20, ge=1)  # the turns re-scored token by token
     # the optional LLM path (strata.recall.expansion): a candidate found by a statement the
-    # model wrote scores × this (1: as if the question had found it; its best score counts)
-    expansion_weight: float = Field(default=1.0, ge=0.0, le=1.0)
+    # model wrote scores × this, and keeps its best score (1: as if the question had found
+    # it, which floods the context with the model's guesses); chosen by
+    # leave-one-conversation-out on LoCoMo dev with a local 1.5B model (docs/benchmarks.md)
+    expansion_weight: float = Field(default=0.8, ge=0.0, le=1.0)
     # where the personal layers are searched: "hot" — the user's shard, from its in-memory
     # index (strata.stores.hot); "store" — the previous path, Milvus through the Recall
     # deployment (kept for the recall benchmark's baseline)

@@ -22,7 +22,7 @@ from strata.layers.summarize import RuleSummarizer
 from strata.models import Layer, MemoryKind, RecallRequest, Scope
 from strata.recall.assembly import assemble
 from strata.recall.expansion import LLMQueryExpander, make_expander
-from strata.recall.recipes import DEFAULT
+from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
@@ -135,41 +135,41 @@ def shard_with_turns(redis_store: RedisStore, settings: Settings) -> SessionShar
     return shard
 
 
-def recall(shard: SessionShardService, query: str = QUESTION) -> tuple[list[str], list[Any]]:
+def recall(shard: SessionShardService, query: str = QUESTION, recipe: RecallRecipe = DEFAULT
+           ) -> tuple[list[str], list[Any], list[str]]:
+    """The items' texts, the candidates and the statements the debug output lists."""
     request = RecallRequest(user_id=U.user, query=query, layers=[Layer.EPISODES], debug=True)
-    answer = shard.recall_memory(U, request, None)
-    response = assemble(request, answer.decision, answer.working, answer.found, DEFAULT,
-                        lambda: answer.most_used)
-    return [i.text for i in response.items], answer.found.candidates
-
-
-def answer_statements(shard: SessionShardService) -> list[str]:
-    """The statements the recall's debug output lists."""
-    request = RecallRequest(user_id=U.user, query=QUESTION, layers=[Layer.EPISODES], debug=True)
-    answer = shard.recall_memory(U, request, None)
-    response = assemble(request, answer.decision, answer.working, answer.found, DEFAULT,
+    answer = shard.recall_memory(U, request, None, recipe=recipe)
+    response = assemble(request, answer.decision, answer.working, answer.found, recipe,
                         lambda: answer.most_used)
     assert response.debug is not None
-    return list(response.debug["statements"])
+    return ([i.text for i in response.items], answer.found.candidates,
+            list(response.debug["statements"]))
 
 
 def test_a_statement_finds_what_the_question_shares_no_words_with(
         redis_store: RedisStore, chat: FakeChat) -> None:
-    rules, _ = recall(shard_with_turns(redis_store, Settings()))
-    assert rules[0] != SWIMMING  # nothing links "activities" to swimming
+    rules, asked_alone, none = recall(shard_with_turns(redis_store, Settings()))
+    assert rules[0] != SWIMMING and none == []  # nothing links "activities" to swimming
+    [alone] = [c for c in asked_alone if c.text == SWIMMING]
 
-    chat.reply = {"statements": ["Melanie: I went swimming with the kids",
-                                 "Melanie: I signed up for a pottery class"]}
+    statements = ["Melanie: I'm off to go swimming with the kids",
+                  "Melanie: I signed up for a pottery class"]
+    chat.reply = {"statements": statements}
     shard = shard_with_turns(redis_store, Settings(
         query_expander="openai", openai_base_url=chat.url, openai_chat_model="m"))
-    texts, candidates = recall(shard)
-    assert texts[0] == SWIMMING
-    assert answer_statements(shard) == ["Melanie: I went swimming with the kids",
-                                        "Melanie: I signed up for a pottery class"]
+    whole = DEFAULT.model_copy(update={"expansion_weight": 1.0})
+    texts, candidates, listed = recall(shard, recipe=whole)
+    assert texts[0] == SWIMMING and listed == statements
     [found] = [c for c in candidates if c.text == SWIMMING]
     assert found.parts["statement"] == 1.0  # the first statement found it
+    # by default a statement's candidates count × 0.8: the better of that and the question's
+    _, candidates, _ = recall(shard)
+    [weighed] = [c for c in candidates if c.text == SWIMMING]
+    assert weighed.score == pytest.approx(max(alone.score,
+                                              DEFAULT.expansion_weight * found.score))
     asked = chat.requests[0]
-    assert len(chat.requests) == 2  # the recall, and answer_statements'
+    assert len(chat.requests) == 2
     assert asked["path"] == "/v1/chat/completions" and asked["model"] == "m"
     assert asked["messages"][1]["content"] == (
         f"People in the conversations: Caroline, Melanie\nQuestion: {QUESTION}")
@@ -178,10 +178,12 @@ def test_a_statement_finds_what_the_question_shares_no_words_with(
 def test_a_failing_model_leaves_the_question_searched_alone(
         redis_store: RedisStore, chat: FakeChat) -> None:
     expected = recall(shard_with_turns(redis_store, Settings()), "how is the library going?")
+    assert expected[2] == []
     chat.reply = None  # every request: HTTP 500
     shard = shard_with_turns(redis_store, Settings(
         query_expander="openai", openai_base_url=chat.url, openai_chat_model="m"))
-    texts, candidates = recall(shard, "how is the library going?")
+    texts, candidates, listed = recall(shard, "how is the library going?")
+    assert listed == []
     assert len(chat.requests) == 1
     assert texts == expected[0]
     assert [c.id for c in candidates] == [c.id for c in expected[1]]
