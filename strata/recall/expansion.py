@@ -99,8 +99,8 @@ class LLMQueryExpander:
             return []
         try:
             output = self._ask(query, speakers)
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError,
-                ValidationError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, KeyError, IndexError, TypeError,
+                ValueError, ValidationError) as exc:
             logger.warning("query expansion (%s) failed, searching the question alone: %s",
                            self.prompt.version, exc)
             return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import random
 import shutil
 import signal
 import socket
@@ -25,8 +26,30 @@ __all__ = ["EmbeddedRedis", "free_port", "stop_with_parent"]
 logger = logging.getLogger(__name__)
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    """A TCP port on 127.0.0.1 that nobody listens on right now, below the kernel's range
+    for outgoing connections when it can be: a port from that range (what binding port 0
+    gives) can be taken as the local end of any process's next connection before the
+    caller binds it — under a busy Ray, a server then fails with "address in use"."""
+    low, _ = _ephemeral_ports()
+    if low > 20_000:
+        for _ in range(50):
+            port = random.randint(10_000, low - 1)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

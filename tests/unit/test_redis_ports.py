@@ -6,8 +6,10 @@ real server only (the section "Redis itself" at the end)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +18,7 @@ from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, parse_scope_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_memory import InMemoryRedis
-from strata.stores.redis_server import EmbeddedRedis
+from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ALICE = Scope(tenant="acme", user="alice")
 BOB = Scope(tenant="acme", user="bob")
@@ -369,3 +371,17 @@ def test_acknowledged_writes_survive_a_killed_redis(tmp_path) -> None:  # type: 
 def test_missing_binary_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(QueueStoreError, match="redis-server not found"):
         EmbeddedRedis(tmp_path, binary=str(tmp_path / "nope")).start()
+
+
+def test_a_free_port_is_outside_the_range_of_outgoing_connections() -> None:
+    """Port 0's ports can be taken by any process's next connection before a server binds
+    them (a UI test's Serve proxy failed so under a busy Ray): free_port avoids that range."""
+    low, high = (int(p) for p in
+                 Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for _ in range(20):
+        port = free_port()
+        assert 0 < port < 65536
+        if low > 20_000:
+            assert not low <= port <= high
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))  # free
