@@ -26,6 +26,9 @@ __all__ = ["EmbeddedRedis", "free_port", "stop_with_parent"]
 logger = logging.getLogger(__name__)
 
 
+_ABOVE_RAY_WORKERS = 20_000  # Ray's default worker ports end at 19999
+
+
 def _ephemeral_ports() -> tuple[int, int]:
     """The kernel's range of local ports for outgoing connections."""
     try:
@@ -36,14 +39,15 @@ def _ephemeral_ports() -> tuple[int, int]:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now, below the kernel's range
-    for outgoing connections when it can be: a port from that range (what binding port 0
-    gives) can be taken as the local end of any process's next connection before the
+    """A TCP port on 127.0.0.1 that nobody listens on right now, between Ray's worker ports
+    (10002–19999, which ``ray start`` refuses to see another component use) and the kernel's
+    range for outgoing connections when it can be: a port from that range (what binding
+    port 0 gives) can be taken as the local end of any process's next connection before the
     caller binds it — under a busy Ray, a server then fails with "address in use"."""
     low, _ = _ephemeral_ports()
-    if low > 20_000:
+    if low > _ABOVE_RAY_WORKERS + 1000:
         for _ in range(50):
-            port = random.randint(10_000, low - 1)
+            port = random.randint(_ABOVE_RAY_WORKERS, low - 1)
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 try:
                     sock.bind(("127.0.0.1", port))
