@@ -47,6 +47,7 @@ class Candidate(BaseModel):
     speaker: str | None = None  # who said it, from the turn's ``metadata.speaker``
     context: str | None = None  # the project / business line (``attribute``)
     agent: str | None = None    # the agent that learned it (``attribute``)
+    said_at: datetime | None = None  # when its latest source turn was said (``attribute``)
     visibility: Visibility = "shared"
     shared_with: list[str] = Field(default_factory=list)
     # a client's own fields (the memories API); Strata's keys (type, count, …) win
@@ -61,8 +62,8 @@ class Extractor(Protocol):
 
 def attribute(candidates: Sequence[Candidate], turns: Sequence[Turn]) -> list[Candidate]:
     """Each candidate with the agent and the context of the turns it came from
-    (``attributed``); an agent inferred it when its source is ``inferred`` or it holds the
-    agent's own words (an exchange quotes its reply)."""
+    (``attributed``) and when the latest of them was said; an agent inferred it when its
+    source is ``inferred`` or it holds the agent's own words (an exchange quotes its reply)."""
     by_id = {t.turn_id: t for t in turns}
     out = []
     for cand in candidates:
@@ -70,6 +71,8 @@ def attribute(candidates: Sequence[Candidate], turns: Sequence[Turn]) -> list[Ca
         agent = next((t.agent for t in sources if t.agent), None)
         context = next((t.context for t in sources if t.context), None)
         inferred = any(t.role is not Role.USER for t in sources)  # it holds the agent's words
+        if sources:
+            cand = cand.model_copy(update={"said_at": max(t.created_at for t in sources)})
         out.append(attributed(cand, agent, context, inferred=inferred))
     return out
 

@@ -6,6 +6,8 @@ Runs inside the user's session shard (the single writer of that user's long-term
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,7 +42,8 @@ from strata.models import (
 )
 from strata.stores.embedders import PreparedEmbedder
 from strata.stores.hot import HotIndexStore
-from strata.stores.ports import Embedder, VectorStore
+from strata.stores.ports import Embedder, VectorStore, cosine
+from strata.stores.redis_ports import ForgetRequest
 
 __all__ = ["LongTermMemory"]
 
@@ -55,6 +58,31 @@ MIN_SHARED_TEXT = 8  # shorter shared text ("ok", a name) does not tie two memor
 def _plain(text: str) -> str:
     """Text compared for "the same words": case-folded, runs of space as one, no end stops."""
     return " ".join(text.casefold().split()).strip(" .!?。！？")
+
+
+def _names(target: str, words: Sequence[str | None], dense: float) -> bool:
+    """Whether a memory (its text, key and value: ``words``) is what a "forget" names: it
+    holds most of the target's content terms or — outside Chinese, where the packaged model's
+    cosines are trustworthy — it is close in meaning (``dense``) and shares a term ("forget
+    the Tokyo trip")."""
+    covered = coverage(target, " ".join(filter(None, words)).replace(".", " ").replace("_", " "))
+    close = not has_cjk(target) and covered > 0 and dense >= FORGET_SIMILARITY
+    return covered >= FORGET_COVERAGE or close
+
+
+def _utc(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def _said_before(cand: Candidate, request: ForgetRequest) -> bool:
+    """Whether ``request`` may forget ``cand``: said after it, by the same person (when the
+    conversation names its speakers), to an agent that sees it."""
+    if cand.said_at is None or _utc(cand.said_at) >= _utc(request.at):
+        return False
+    if request.speaker and cand.speaker and cand.speaker != request.speaker:
+        return False
+    return is_visible({"agent": cand.agent, "visibility": cand.visibility,
+                       "shared_with": cand.shared_with}, request.viewer)
 
 
 def _strings(value: Any) -> list[str]:
@@ -324,11 +352,8 @@ class LongTermMemory:
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
                         speaker: str | None = None) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
-        weight 0 at once. A memory names it when it holds most of the target's content terms,
-        or — outside Chinese, where the packaged model's cosines are trustworthy — when it is
-        close in meaning and shares a term ("forget the Tokyo trip"). Said by one person of
-        a multi-party conversation (``speaker``), it forgets what that person said, not
-        another's."""
+        weight 0 at once (``_names``). Said by one person of a multi-party conversation
+        (``speaker``), it forgets what that person said, not another's."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
@@ -338,18 +363,31 @@ class LongTermMemory:
                 said_by = (hit.record.payload.get("metadata") or {}).get("speaker")
                 if speaker and said_by and said_by != speaker:
                     continue
-                words = " ".join(filter(None, [hit.record.text, hit.record.payload.get("key"),
-                                               hit.record.payload.get("value")]))
-                covered = coverage(target, words.replace(".", " ").replace("_", " "))
-                close = (not has_cjk(target) and covered > 0
-                         and hit.parts.get("dense", 0.0) >= FORGET_SIMILARITY)
-                if covered < FORGET_COVERAGE and not close:
+                words = [hit.record.text, hit.record.payload.get("key"),
+                         hit.record.payload.get("value")]
+                if not _names(target, words, hit.parts.get("dense", 0.0)):
                     continue
                 item = from_record(hit.record).model_copy(update={"weight": 0.0,
                                                                   "updated_at": utcnow()})
                 self._rewrite(collection, scope, item)
                 forgotten.append(item.id)
         return forgotten
+
+    def unforgotten(self, candidates: Sequence[Candidate], requests: Sequence[ForgetRequest]
+                    ) -> tuple[list[Candidate], int]:
+        """The candidates that no forget request said after them names (``forget_matching``'s
+        test, for memories not written yet: a session's extraction that lands after the
+        user's "forget …" of what it holds), and how many were left out."""
+        pairs = [(cand, req) for cand in candidates if cand.intent is not Intent.FORGET
+                 for req in requests if _said_before(cand, req)]
+        if not pairs:
+            return list(candidates), 0
+        texts = sorted({t for cand, req in pairs for t in (cand.text, req.target)})
+        vectors = dict(zip(texts, self.embedder.encode(texts), strict=True))
+        doomed = {id(cand) for cand, req in pairs if _names(
+            req.target, [cand.text, cand.key, cand.value],
+            cosine(vectors[req.target], vectors[cand.text]))}
+        return [c for c in candidates if id(c) not in doomed], len(doomed)
 
     def reinforce(self, scope: Scope, memory_ids: list[str]) -> int:
         """Recall returned these: bump last access and access count — in the hot index at

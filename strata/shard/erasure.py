@@ -15,6 +15,7 @@ from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef
 from strata.stores.redis_ports import (
     AuditLog,
     FollowUpState,
+    ForgetLog,
     RecallLog,
     SessionIndex,
     SessionLog,
@@ -32,8 +33,9 @@ class ShardErasure:
     def __init__(self, shard_id: int, sessions: ShardSessions, memories: ShardMemories,
                  longterm: LazyLongTerm, *, log: SessionLog, index: SessionIndex,
                  queues: WriteQueues, followups: FollowUpState, users: UserRegistry,
-                 recalls: RecallLog, audit: AuditLog) -> None:
+                 recalls: RecallLog, audit: AuditLog, forgets: ForgetLog) -> None:
         self._shard_id = shard_id
+        self._forgets = forgets
         self._log = log
         self._index = index
         self._queues = queues
@@ -59,6 +61,8 @@ class ShardErasure:
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
+            self._forgets.remove(scope, {r.turn_id for r in self._forgets.recent(scope) if any(
+                n.casefold() in r.target.casefold() for n in needles)})
             self._recalls.remove(scope, {d.id for d in doomed})
             self._audit.append(scope, action="delete", memory_id=memory_id,
                                count=len(doomed), at=utcnow().isoformat())
@@ -72,8 +76,8 @@ class ShardErasure:
             memories = (self._longterm.get().delete_user(scope)
                         if self._longterm.configured else 0)
             self._sessions.drop([ref for ref in self._sessions.live if ref.of(scope)])
-            sessions = (self._log.delete_user(scope)
-                        + self._followups.delete_user(scope))
+            sessions = (self._log.delete_user(scope) + self._followups.delete_user(scope)
+                        + self._forgets.delete_user(scope))
             self._index.unarchive_user(scope)
             queued = sum(self._queues.remove_user(q, scope) for q in (QUEUE_LOW, QUEUE_HIGH))
             self._index.untrack_user(self._shard_id, scope)

@@ -2,7 +2,9 @@
 
 Explicit "remember"/override intents are written before the turn call returns (through
 ``q:ltm:high``, acknowledged once applied, so a failure leaves the job for a worker);
-"forget" intents drop matching memories' weight to zero at once; deletes
+"forget" intents drop matching memories' weight to zero at once and are kept in the user's
+forget log, so that what was said before a forget and is written after it (a session's
+extraction that lands late, a retried job) is left out too; deletes
 (``strata.shard.erasure``) cascade through every store and leave a content-free tombstone in
 the audit stream, and a background purge (``strata.layers.forgetting.FilePurge``) then
 removes the deleted text from the stores' files.
@@ -37,13 +39,30 @@ from strata.shard.models import IntentResult
 from strata.stores.hot import HotIndexStore
 from strata.stores.keys import QUEUE_HIGH
 from strata.stores.ports import Purging, StatusWriter
-from strata.stores.redis_ports import AppendOnlyFile, AuditLog, UserRegistry, WriteQueues
+from strata.stores.redis_ports import (
+    AppendOnlyFile,
+    AuditLog,
+    ForgetLog,
+    ForgetRequest,
+    UserRegistry,
+    WriteQueues,
+)
 
 __all__ = ["EXPLICIT_MIN_CONFIDENCE", "HIGH_GROUP", "LazyLongTerm", "ShardMemories"]
 
 logger = logging.getLogger(__name__)
 HIGH_GROUP = "extractors"
 EXPLICIT_MIN_CONFIDENCE = 0.6  # a declared fact below this waits for the session end
+
+
+def _request(cand: Candidate, turn: Turn | None = None) -> ForgetRequest:
+    """The forget request a ``FORGET`` candidate makes, said in ``turn`` (at the turn's time)
+    or else in the candidate's source turn."""
+    return ForgetRequest(
+        turn_id=turn.turn_id if turn else cand.provenance.turn_ids[0],
+        at=turn.created_at if turn else cand.said_at or cand.event_time or utcnow(),
+        target=cand.text, viewer=(turn.agent if turn else cand.agent) or "",
+        speaker=cand.speaker)
 
 
 class LazyLongTerm:
@@ -80,9 +99,10 @@ class ShardMemories:
     extraction write never holds up turns, closes or recalls."""
 
     def __init__(self, longterm: LazyLongTerm, *, queues: WriteQueues, users: UserRegistry,
-                 audit: AuditLog, aof: AppendOnlyFile) -> None:
+                 audit: AuditLog, aof: AppendOnlyFile, forgets: ForgetLog) -> None:
         self.lock = threading.RLock()
         self._queues = queues
+        self._forgets = forgets
         self._users = users
         self._audit = audit
         self._aof = aof
@@ -134,8 +154,7 @@ class ShardMemories:
         try:
             with self.lock:
                 for cand in forget:
-                    result.forgotten.extend(self.longterm.forget_matching(
-                        scope, cand.text, viewer=turn.agent or "", speaker=cand.speaker))
+                    result.forgotten.extend(self._forget(scope, _request(cand, turn)))
                 if explicit:
                     self._users.register(scope)
                     summary = self.longterm.writer.write(scope, explicit)
@@ -153,11 +172,31 @@ class ShardMemories:
                                at=utcnow().isoformat())
         return result
 
+    def _forget(self, scope: Scope, request: ForgetRequest) -> list[str]:
+        """Apply a forget request to what is stored, then keep it in the forget log (a
+        failure in between leaves the queued job to do both again)."""
+        forgotten = self.longterm.forget_matching(scope, request.target, viewer=request.viewer,
+                                                  speaker=request.speaker)
+        self._forgets.add(scope, request)
+        return forgotten
+
     # -- the memories API --------------------------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
+        """An extraction job's candidates, written. A forget among them that was not applied
+        at its turn (the turn's attempt failed) is applied now; a candidate that a forget
+        said after it names is left out (counted in ``forgotten``)."""
         with self.lock:
             self._users.register(scope)
-            return self.longterm.writer.write(scope, candidates)
+            known = {r.turn_id for r in self._forgets.recent(scope)}
+            forgotten = 0
+            for cand in candidates:
+                if (cand.intent is Intent.FORGET and cand.provenance.turn_ids
+                        and cand.provenance.turn_ids[0] not in known):
+                    forgotten += len(self._forget(scope, _request(cand)))
+            kept, left_out = self.longterm.unforgotten(candidates, self._forgets.recent(scope))
+            summary = self.longterm.writer.write(scope, kept)
+            summary.forgotten += forgotten + left_out
+            return summary
 
     def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
                     ) -> SweepCounts:

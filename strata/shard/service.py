@@ -57,7 +57,7 @@ class SessionShardService:
         self._longterm = LazyLongTerm(longterm)
         # each part gets the Redis ports it uses, no more
         self.memories = ShardMemories(self._longterm, queues=redis.queues, users=redis.users,
-                                      audit=redis.audit, aof=redis.aof)
+                                      audit=redis.audit, aof=redis.aof, forgets=redis.forgets)
         self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
                                       log=redis.sessions, index=redis.index,
                                       queues=redis.queues, config=config)
@@ -68,7 +68,8 @@ class SessionShardService:
         self.erasure = ShardErasure(shard_id, self.sessions, self.memories, self._longterm,
                                     log=redis.sessions, index=redis.index, queues=redis.queues,
                                     followups=redis.followups, users=redis.users,
-                                    recalls=redis.recalls, audit=redis.audit)
+                                    recalls=redis.recalls, audit=redis.audit,
+                                    forgets=redis.forgets)
 
     @property
     def longterm(self) -> LongTermMemory:

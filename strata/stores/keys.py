@@ -19,6 +19,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     fu:{scope}:quiet         hash    follow-up topic -> quiet until (epoch seconds)
     fu:{scope}:outcomes      hash    "<kind>:<used|dismissed>" -> count
     fu:{session}:count       string  follow-ups proposed in the session
+    forgets:{scope}          hash    turn id -> the user's forget request said in it
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
+    "forgets",
     "outcome_counts",
     "outcome_field",
     "parse_scope_key",
@@ -113,6 +115,10 @@ def user_keys(kind: str, scope: Scope) -> str:
 def user_members(scope: Scope) -> str:
     """The pattern matching the user's sessions in a zset of session keys."""
     return f"{scope.key}:*"
+
+
+def forgets(scope: Scope) -> str:
+    return f"forgets:{scope.key}"
 
 
 def active(shard: int) -> str:

@@ -2,8 +2,8 @@
 
 ``strata.stores.redis`` implements each over one connection and bundles them as
 ``RedisStore`` (``.sessions``, ``.index``, ``.queues``, ``.audit``, ``.recalls``, ``.users``,
-``.followups``, ``.aof``). ``strata.stores.redis_memory.InMemoryRedis`` is the in-memory
-double of the same ports (the contract tests run against both). A retried turn is made
+``.followups``, ``.forgets``, ``.aof``). ``strata.stores.redis_memory.InMemoryRedis`` is the
+in-memory double of the same ports (the contract tests run against both). A retried turn is made
 idempotent by the session log's turn-id set, written in the transaction of the turn's WAL
 entry.
 """
@@ -11,6 +11,7 @@ entry.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -21,10 +22,14 @@ from strata.stores.keys import SessionRef
 
 __all__ = [
     "AUDIT_FIELDS",
+    "FORGET_LOG_MAX",
+    "FORGET_LOG_TTL_S",
     "RECALL_LOG_MAXLEN",
     "AppendOnlyFile",
     "AuditLog",
     "FollowUpState",
+    "ForgetLog",
+    "ForgetRequest",
     "QueueDepth",
     "QueueMessage",
     "RecallLog",
@@ -45,6 +50,12 @@ AUDIT_FIELDS = frozenset({"action", "memory_id", "session_id", "kind", "count", 
 """The only fields an audit event may carry: ids, counts and actions, never text."""
 RECALL_LOG_MAXLEN = 100_000
 """The recall log keeps about this many entries (the oldest go first)."""
+FORGET_LOG_MAX = 200
+"""A user's forget log keeps this many requests (the oldest go first)."""
+FORGET_LOG_TTL_S = 7 * 86_400
+"""A user's forget log goes this long after the user's last request: far past any
+extraction's delay, and never longer than the shortest archive retention (the requests hold
+the user's words)."""
 
 
 def check_content_free(fields: Mapping[str, object]) -> None:
@@ -253,6 +264,39 @@ class FollowUpState(Protocol):
         ...
 
 
+class ForgetRequest(BaseModel):
+    """A user's "forget …" (``Intent.FORGET``): the turn that said it, when, what it names,
+    the agent it was said to (``viewer``) and who said it (``speaker``)."""
+
+    turn_id: str
+    at: datetime
+    target: str
+    viewer: str = ""
+    speaker: str | None = None
+
+
+class ForgetLog(Protocol):
+    """The user's recent forget requests, one per turn: a memory said before one of them and
+    written after it (a late session-end extraction, a retried job) is forgotten as well."""
+
+    def add(self, scope: Scope, request: ForgetRequest) -> None:
+        """Keep ``request`` (again: the same turn's is replaced); the oldest go past
+        ``FORGET_LOG_MAX``, and the log expires ``FORGET_LOG_TTL_S`` after the last add."""
+        ...
+
+    def recent(self, scope: Scope) -> list[ForgetRequest]:
+        """The user's kept requests, oldest first."""
+        ...
+
+    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
+        """Drop the requests said in these turns; how many went."""
+        ...
+
+    def delete_user(self, scope: Scope) -> int:
+        """Drop the user's log; how many keys went."""
+        ...
+
+
 class AppendOnlyFile(Protocol):
     """Redis's append-only file, rewritten so that deleted values leave the disk."""
 
@@ -277,4 +321,5 @@ class RedisPorts(Protocol):
     recalls: RecallLog
     users: UserRegistry
     followups: FollowUpState
+    forgets: ForgetLog
     aof: AppendOnlyFile

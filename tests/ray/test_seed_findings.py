@@ -67,11 +67,11 @@ def test_a_forget_in_the_next_session_forgets_at_once_and_never_reinforces(api: 
     assert ack["intents"]["remembered"]
     assert facts(api, "fk").get("project.codename") == "Falcon"
     api.close("fk", "fk1")
-    # the closed session's extraction first: one that lands after the forget writes the
-    # forgotten episode back (a known race, in the session-15 note; not fixed yet)
-    api.wait_for(api.drained)
     ack = api.say("fk", "fk2", "Forget my project codename, it is no longer relevant.")
     assert ack["intents"]["forgotten"] and not ack["intents"]["remembered"]
+    # the closed session's extraction lands before or after the forget: either way the
+    # forgotten words stay out (after it, the user's forget log leaves them out)
+    api.wait_for(api.drained)
     answer = api.recall("fk", "What is my project codename?", session_id="fk3")
     assert "Falcon" not in answer["context"]
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from strata.errors import BackendUnavailable
+from strata.extract.rules import RuleExtractor
+from strata.extract.worker import ExtractionWorker
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
@@ -14,7 +17,7 @@ from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.keys import SessionRef
 from strata.stores.memory import InMemoryVectorStore
-from strata.stores.redis import QUEUE_HIGH, RedisStore
+from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -145,3 +148,62 @@ def test_memories_api_keeps_the_clients_metadata(shard: SessionShardService) -> 
     assert episode["memory"]["metadata"]["count"] == 1
     listed = {m.id: m.metadata for m in shard.list_memories(U, None, None, None, 10)}
     assert listed[fact["memory"]["id"]]["origin"] == "crm"
+
+
+def extract(shard: SessionShardService, redis_store: RedisStore, queue: str = QUEUE_LOW) -> None:
+    """Run the rule extraction of the queued jobs through ``shard`` (the worker's path)."""
+    ExtractionWorker(redis_store.queues, redis_store.sessions, RuleExtractor(),
+                     shard.write_longterm, "w", queue=queue).run_once()
+
+
+def test_a_forget_wins_over_an_earlier_sessions_extraction_that_lands_after_it(
+        shard: SessionShardService, redis_store: RedisStore,
+        vectors: InMemoryVectorStore) -> None:
+    shard.append_turn(U, "s1", "user", "We went hiking at Mount Falcon with the kids today.")
+    ack = shard.append_turn(U, "s2", "user", "Forget the hiking at Mount Falcon.")
+    assert not ack.intents.forgotten  # nothing stored yet: s1 is still open
+    shard.close(U, "s1")
+    # a restarted shard writes the late extraction: the forget is kept in Redis
+    lt = shard.longterm
+    restarted = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
+                                    longterm=lambda: lt)
+    extract(restarted, redis_store)
+    assert not any("Falcon" in t for t in recall(vectors, "hiking at Mount Falcon"))
+    # said after the forget, it is remembered again
+    shard.append_turn(U, "s3", "user", "We went hiking at Mount Falcon again, in the rain.")
+    shard.close(U, "s3")
+    extract(restarted, redis_store)
+    found = recall(vectors, "hiking at Mount Falcon")
+    assert any("rain" in t for t in found) and not any("kids" in t for t in found)
+
+
+def test_a_forget_that_failed_at_its_turn_is_applied_by_the_queued_job(
+        shard: SessionShardService, redis_store: RedisStore, vectors: InMemoryVectorStore,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE,
+                                        text="reported that the invoice export is broken"))
+
+    def down(*args: object, **kwargs: object) -> list[str]:
+        raise BackendUnavailable("the vector store is down")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(shard.longterm, "forget_matching", down)
+        ack = shard.append_turn(U, "s2", "user",
+                                "the invoice export problem doesn't matter anymore")
+    assert ack.intents.deferred and any("invoice" in t for t in recall(vectors, "invoice"))
+    extract(shard, redis_store, QUEUE_HIGH)
+    assert not any("invoice" in t for t in recall(vectors, "invoice export problem"))
+    assert [r.target for r in redis_store.forgets.recent(U)] == ["invoice export problem"]
+
+
+def test_deletes_take_the_forget_log_with_them(shard: SessionShardService,
+                                               redis_store: RedisStore) -> None:
+    shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
+    shard.append_turn(U, "s1", "user", "Forget that my codename is Bluefin.")
+    assert redis_store.forgets.recent(U)
+    fact = shard.longterm.list_items(U, MemoryKind.FACT)[0]
+    shard.delete_memory(U, fact.id)
+    assert redis_store.forgets.recent(U) == []
+    shard.append_turn(U, "s1", "user", "Forget the Tokyo trip.")
+    shard.delete_user(U)
+    assert redis_store.forgets.recent(U) == []

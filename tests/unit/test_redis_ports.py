@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, parse_scope_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_memory import InMemoryRedis
+from strata.stores.redis_ports import FORGET_LOG_MAX, FORGET_LOG_TTL_S, ForgetRequest
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ALICE = Scope(tenant="acme", user="alice")
@@ -276,6 +278,26 @@ def test_follow_up_state(store: Store) -> None:
     assert fu.state(ALICE, S1) == ({}, {}, 0)
 
 
+def test_forget_log_keeps_one_request_per_turn_oldest_first_and_capped(store: Store) -> None:
+    log = store.forgets
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    later = ForgetRequest(turn_id="t2", at=start + timedelta(hours=1), target="the Tokyo trip",
+                          viewer="travel", speaker="Ann")
+    log.add(ALICE, later)
+    log.add(ALICE, ForgetRequest(turn_id="t1", at=start, target="my codename"))
+    log.add(ALICE, ForgetRequest(turn_id="t1", at=start, target="my project codename"))
+    assert log.recent(ALICE) == [
+        ForgetRequest(turn_id="t1", at=start, target="my project codename"), later]
+    assert log.recent(BOB) == []
+    assert (log.remove(ALICE, {"t1", "nope"}), log.recent(ALICE)) == (1, [later])
+    for i in range(FORGET_LOG_MAX + 3):
+        log.add(BOB, ForgetRequest(turn_id=f"b{i}", at=start + timedelta(minutes=i), target="x"))
+    kept = log.recent(BOB)
+    assert len(kept) == FORGET_LOG_MAX and kept[0].turn_id == "b3"  # the oldest three went
+    assert (log.delete_user(ALICE), log.recent(ALICE), len(log.recent(BOB))) == (
+        1, [], FORGET_LOG_MAX)
+
+
 # -- the double's own rules -------------------------------------------------------------------
 
 def test_the_double_expires_archived_sessions_by_its_clock() -> None:
@@ -324,11 +346,16 @@ def test_the_key_layout_is_what_existing_data_is_stored_under(redis_store: Redis
     redis_store.users.register(ALICE)
     redis_store.followups.proposed(ALICE, S1, ["trip"], 5.0, 60)
     redis_store.followups.outcome(ALICE, "trip", "plan", "used", 9.0)
+    redis_store.forgets.add(ALICE, ForgetRequest(turn_id="t1", at=datetime.now(timezone.utc),
+                                                 target="the trip"))
     prefix = redis_store.connection.prefix
     assert {k[len(prefix):] for k in redis_store.keys("*")} == {
         "wal:acme:alice:s1", "turns:acme:alice:s1", "wm:acme:alice:s1", "active:3",
         "archived", "q:ltm:low", "q:ltm:high", "audit:acme:alice", "recall-log", "users",
-        "fu:acme:alice:quiet", "fu:acme:alice:outcomes", "fu:acme:alice:s1:count"}
+        "fu:acme:alice:quiet", "fu:acme:alice:outcomes", "fu:acme:alice:s1:count",
+        "forgets:acme:alice"}
+    ttl = redis_store.connection.client.ttl(redis_store.connection.key("forgets:acme:alice"))
+    assert FORGET_LOG_TTL_S - 60 < ttl <= FORGET_LOG_TTL_S
 
 
 def test_archive_sets_a_ttl_on_the_session_keys(redis_store: RedisStore) -> None:

@@ -10,6 +10,7 @@ connection, bundled as ``RedisStore``. Key names: ``strata.stores.keys``.
     .recalls    RecallLog       recalled memory ids per user
     .users      UserRegistry    users with long-term memory
     .followups  FollowUpState   proactive follow-ups' quiet times and outcomes
+    .forgets    ForgetLog       the user's recent forget requests
     .aof        AppendOnlyFile  the AOF rewrite that purges deleted values from disk
 """
 
@@ -24,6 +25,7 @@ from strata.stores.redis.records import (
     RedisAppendOnlyFile,
     RedisAuditLog,
     RedisFollowUpState,
+    RedisForgetLog,
     RedisRecallLog,
     RedisUserRegistry,
 )
@@ -32,6 +34,7 @@ from strata.stores.redis_ports import (
     AppendOnlyFile,
     AuditLog,
     FollowUpState,
+    ForgetLog,
     QueueDepth,
     QueueMessage,
     RecallLog,
@@ -57,6 +60,7 @@ class RedisStore:
         self.recalls: RecallLog = RedisRecallLog(self.connection)
         self.users: UserRegistry = RedisUserRegistry(self.connection)
         self.followups: FollowUpState = RedisFollowUpState(self.connection)
+        self.forgets: ForgetLog = RedisForgetLog(self.connection)
         self.aof: AppendOnlyFile = RedisAppendOnlyFile(self.connection)
 
     def ping(self) -> None:

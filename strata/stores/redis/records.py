@@ -1,5 +1,6 @@
 """Per-user records in Redis besides sessions and queues: the content-free audit log, the
-recall log, the user registry, the follow-up state; and the append-only file's rewrite."""
+recall log, the user registry, the follow-up state, the forget log; and the append-only
+file's rewrite."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.redis.connection import RedisConnection, decode, redis_errors, stream_id
-from strata.stores.redis_ports import RECALL_LOG_MAXLEN, check_content_free
+from strata.stores.redis_ports import (
+    FORGET_LOG_MAX,
+    FORGET_LOG_TTL_S,
+    RECALL_LOG_MAXLEN,
+    ForgetRequest,
+    check_content_free,
+)
 
-__all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisRecallLog",
-           "RedisUserRegistry"]
+__all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisForgetLog",
+           "RedisRecallLog", "RedisUserRegistry"]
 
 
 class RedisAuditLog:
@@ -127,6 +134,42 @@ class RedisFollowUpState:
         found = self._conn.keys(keys.user_keys("fu", scope))
         with redis_errors("delete follow-ups"):
             return int(self._r.delete(*found)) if found else 0
+
+
+class RedisForgetLog:
+    """``ForgetLog`` over one ``forgets:{scope}`` hash of turn id -> request (JSON)."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+        self._r = conn.client
+
+    def add(self, scope: Scope, request: ForgetRequest) -> None:
+        key = self._conn.key(keys.forgets(scope))
+        with redis_errors("forget log"):
+            pipe = self._r.pipeline()
+            pipe.hset(key, request.turn_id, request.model_dump_json())
+            pipe.expire(key, FORGET_LOG_TTL_S)
+            pipe.hlen(key)
+            kept = int(pipe.execute()[-1])
+            if kept > FORGET_LOG_MAX:
+                oldest = self.recent(scope)[:kept - FORGET_LOG_MAX]
+                self._r.hdel(key, *(r.turn_id for r in oldest))
+
+    def recent(self, scope: Scope) -> list[ForgetRequest]:
+        with redis_errors("forget log read"):
+            raw = self._r.hvals(self._conn.key(keys.forgets(scope)))
+        return sorted((ForgetRequest.model_validate_json(v) for v in raw),
+                      key=lambda r: r.at.timestamp())
+
+    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
+        if not turn_ids:
+            return 0
+        with redis_errors("forget log delete"):
+            return int(self._r.hdel(self._conn.key(keys.forgets(scope)), *sorted(turn_ids)))
+
+    def delete_user(self, scope: Scope) -> int:
+        with redis_errors("delete forget log"):
+            return int(self._r.delete(self._conn.key(keys.forgets(scope))))
 
 
 class RedisAppendOnlyFile:

@@ -19,6 +19,7 @@ from strata.stores.redis_memory.records import (
     MemoryAppendOnlyFile,
     MemoryAuditLog,
     MemoryFollowUpState,
+    MemoryForgetLog,
     MemoryRecallLog,
     MemoryUserRegistry,
 )
@@ -42,6 +43,7 @@ class InMemoryRedis:
         self.recalls: ports.RecallLog = MemoryRecallLog(self._keyspace)
         self.users: ports.UserRegistry = MemoryUserRegistry(self._keyspace)
         self.followups: ports.FollowUpState = MemoryFollowUpState(self._keyspace)
+        self.forgets: ports.ForgetLog = MemoryForgetLog(self._keyspace)
         self.aof: ports.AppendOnlyFile = MemoryAppendOnlyFile()
 
     def ping(self) -> None:

@@ -1,5 +1,6 @@
 """Per-user records of ``InMemoryRedis`` besides sessions and queues: the audit log, the
-recall log, the user registry, the follow-up state; and an append-only file that is off."""
+recall log, the user registry, the follow-up state, the forget log; and an append-only file
+that is off."""
 
 from __future__ import annotations
 
@@ -7,10 +8,16 @@ from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef, parse_scope_key
 from strata.stores.redis_memory.keyspace import Hash, Keyspace, Stream
-from strata.stores.redis_ports import RECALL_LOG_MAXLEN, check_content_free
+from strata.stores.redis_ports import (
+    FORGET_LOG_MAX,
+    FORGET_LOG_TTL_S,
+    RECALL_LOG_MAXLEN,
+    ForgetRequest,
+    check_content_free,
+)
 
-__all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryRecallLog",
-           "MemoryUserRegistry"]
+__all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryForgetLog",
+           "MemoryRecallLog", "MemoryUserRegistry"]
 
 
 class MemoryAuditLog:
@@ -113,6 +120,37 @@ class MemoryFollowUpState:
     def delete_user(self, scope: Scope) -> int:
         with self._ks.lock:
             return self._ks.delete(*self._ks.names(keys.user_keys("fu", scope)))
+
+
+class MemoryForgetLog:
+    """``ForgetLog`` over one ``forgets:{scope}`` hash of turn id -> request (JSON)."""
+
+    def __init__(self, ks: Keyspace) -> None:
+        self._ks = ks
+
+    def add(self, scope: Scope, request: ForgetRequest) -> None:
+        with self._ks.lock:
+            kept = self._ks.ensure(keys.forgets(scope), Hash)
+            kept[request.turn_id] = request.model_dump_json()
+            self._ks.expire(keys.forgets(scope), FORGET_LOG_TTL_S)
+            for old in self.recent(scope)[:max(0, len(kept) - FORGET_LOG_MAX)]:
+                del kept[old.turn_id]
+
+    def recent(self, scope: Scope) -> list[ForgetRequest]:
+        with self._ks.lock:
+            kept = self._ks.get(keys.forgets(scope), Hash) or Hash()
+            return sorted((ForgetRequest.model_validate_json(v) for v in kept.values()),
+                          key=lambda r: r.at.timestamp())
+
+    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
+        with self._ks.lock:
+            kept = self._ks.get(keys.forgets(scope), Hash) or Hash()
+            gone = [t for t in turn_ids if kept.pop(t, None) is not None]
+            return len(gone)
+
+    def delete_user(self, scope: Scope) -> int:
+        with self._ks.lock:
+            return self._ks.delete(keys.forgets(scope))
 
 
 class MemoryAppendOnlyFile:
