@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 
 import httpx
-from pydantic import ValidationError
 
+from strata.chat import ChatClient, ChatFailed
 from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
 from strata.extract.rules import RuleExtractor, speaker_of, spoken_by
@@ -27,10 +26,7 @@ class LLMExtractor:
     def __init__(self, base_url: str, api_key: str, model: str, prompt: Prompt = EXTRACT_V1,
                  timeout_s: float = 30.0, fallback: Extractor | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout_s, transport=transport)
-        self._model = model
+        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
         self.prompt = prompt
         self._fallback = fallback or RuleExtractor()
 
@@ -38,22 +34,14 @@ class LLMExtractor:
         transcript = "\n".join(  # the person speaking, in a multi-party conversation
             f"[{t.turn_id} {t.role.value}{f' · {who}' if (who := speaker_of(t)) else ''}] "
             f"{t.content}" for t in turns)
-        resp = self._http.post("/chat/completions", json={
-            "model": self._model, "temperature": 0,
-            "response_format": {"type": "json_object"},
-            "messages": [{"role": "system", "content": self.prompt.system},
-                         {"role": "user", "content": transcript}]})
-        resp.raise_for_status()
-        content = resp.json()["choices"][0]["message"]["content"]
-        return ExtractionOutput.model_validate(json.loads(content))
+        return self._chat.ask(ExtractionOutput, self.prompt.system, transcript)
 
     def extract(self, turns: Sequence[Turn]) -> list[Candidate]:
         if not turns:
             return []
         try:
             output = self._ask(turns)
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError,
-                ValidationError) as exc:
+        except ChatFailed as exc:
             logger.warning("LLM extraction (%s) failed, using rules: %s", self.prompt.version,
                            exc)
             return self._fallback.extract(turns)

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import httpx
 
+from strata.chat import ChatClient, ChatFailed
 from strata.extract.fact_rules import match_facts
 from strata.extract.intents import is_acknowledgement, is_question
 from strata.models import Turn
@@ -147,10 +148,7 @@ class LLMSummarizer:
     def __init__(self, base_url: str, api_key: str, model: str, timeout_s: float = 20.0,
                  fallback: Summarizer | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout_s, transport=transport)
-        self._model = model
+        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
         self._fallback = fallback or RuleSummarizer()
 
     def _prompt(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
@@ -164,13 +162,9 @@ class LLMSummarizer:
 
     def summarize(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
         try:
-            resp = self._http.post("/chat/completions", json={
-                "model": self._model, "temperature": 0,
-                "messages": [{"role": "user",
-                              "content": self._prompt(previous, evicted, budget_tokens)}]})
-            resp.raise_for_status()
-            text = str(resp.json()["choices"][0]["message"]["content"]).strip()
-        except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
+            text = self._chat.reply([{"role": "user", "content": self._prompt(
+                previous, evicted, budget_tokens)}]).strip()
+        except ChatFailed as exc:
             logger.warning("LLM summary failed (%s); using rules", exc)
             return self._fallback.summarize(previous, evicted, budget_tokens)
         if self._is_junk(text, evicted, budget_tokens):

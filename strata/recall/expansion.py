@@ -15,14 +15,14 @@ means no statements: the question is still searched as asked."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection
 from typing import Protocol
 
 import httpx
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
+from strata.chat import ChatClient, ChatFailed
 from strata.extract.prompts import Prompt
 from strata.settings import Settings
 
@@ -72,26 +72,16 @@ class LLMQueryExpander:
     def __init__(self, base_url: str, api_key: str, model: str, most: int = 4,
                  timeout_s: float = 10.0, prompt: Prompt = EXPAND_V1,
                  transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout_s, transport=transport)
-        self._model = model
+        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
         self._most = most
         self.prompt = prompt
 
     def _ask(self, query: str, speakers: Collection[str]) -> ExpansionOutput:
         people = ", ".join(sorted(speakers)) or "(none named: the user)"
-        resp = self._http.post("/chat/completions", json={
-            "model": self._model, "temperature": 0, "max_tokens": 60 * self._most,
-            "response_format": {"type": "json_object"},
-            "messages": [
-                {"role": "system", "content": self.prompt.system.replace("{most}",
-                                                                         str(self._most))},
-                {"role": "user", "content": f"People in the conversations: {people}\n"
-                                            f"Question: {query}"}]})
-        resp.raise_for_status()
-        content = resp.json()["choices"][0]["message"]["content"]
-        return ExpansionOutput.model_validate(json.loads(content))
+        return self._chat.ask(
+            ExpansionOutput, self.prompt.system.replace("{most}", str(self._most)),
+            f"People in the conversations: {people}\nQuestion: {query}",
+            max_tokens=60 * self._most)
 
     def expand(self, query: str, speakers: Collection[str]) -> list[str]:
         """At most ``most`` distinct statements (each cut to 300 characters), or none."""
@@ -99,8 +89,7 @@ class LLMQueryExpander:
             return []
         try:
             output = self._ask(query, speakers)
-        except (httpx.HTTPError, httpx.InvalidURL, KeyError, IndexError, TypeError,
-                ValueError, ValidationError) as exc:
+        except ChatFailed as exc:
             logger.warning("query expansion (%s) failed, searching the question alone: %s",
                            self.prompt.version, exc)
             return []
