@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,9 +17,9 @@ from strata.extract.base import PERSONAL_KEYS, Candidate, Intent, attributed, at
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
-from strata.extract.terms import coverage, has_cjk
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
+from strata.layers.forget_match import names, said_before
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
@@ -50,39 +49,12 @@ __all__ = ["LongTermMemory"]
 logger = logging.getLogger(__name__)
 MAX_EXCHANGES_SCAN = 16_384  # one session's exchanges (Milvus's largest query limit)
 LIST_LIMIT = 1000
-FORGET_SIMILARITY = 0.55
-FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
 MIN_SHARED_TEXT = 8  # shorter shared text ("ok", a name) does not tie two memories together
 
 
 def _plain(text: str) -> str:
     """Text compared for "the same words": case-folded, runs of space as one, no end stops."""
     return " ".join(text.casefold().split()).strip(" .!?。！？")
-
-
-def _names(target: str, words: Sequence[str | None], dense: float) -> bool:
-    """Whether a memory (its text, key and value: ``words``) is what a "forget" names: it
-    holds most of the target's content terms or — outside Chinese, where the packaged model's
-    cosines are trustworthy — it is close in meaning (``dense``) and shares a term ("forget
-    the Tokyo trip")."""
-    covered = coverage(target, " ".join(filter(None, words)).replace(".", " ").replace("_", " "))
-    close = not has_cjk(target) and covered > 0 and dense >= FORGET_SIMILARITY
-    return covered >= FORGET_COVERAGE or close
-
-
-def _utc(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
-
-
-def _said_before(cand: Candidate, request: ForgetRequest) -> bool:
-    """Whether ``request`` may forget ``cand``: said after it, by the same person (when the
-    conversation names its speakers), to an agent that sees it."""
-    if cand.said_at is None or _utc(cand.said_at) >= _utc(request.at):
-        return False
-    if request.speaker and cand.speaker and cand.speaker != request.speaker:
-        return False
-    return is_visible({"agent": cand.agent, "visibility": cand.visibility,
-                       "shared_with": cand.shared_with}, request.viewer)
 
 
 def _strings(value: Any) -> list[str]:
@@ -352,7 +324,7 @@ class LongTermMemory:
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
                         speaker: str | None = None) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
-        weight 0 at once (``_names``). Said by one person of a multi-party conversation
+        weight 0 at once (``forget_match.names``). Said by one person of a multi-party conversation
         (``speaker``), it forgets what that person said, not another's."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
@@ -365,7 +337,7 @@ class LongTermMemory:
                     continue
                 words = [hit.record.text, hit.record.payload.get("key"),
                          hit.record.payload.get("value")]
-                if not _names(target, words, hit.parts.get("dense", 0.0)):
+                if not names(target, words, hit.parts.get("dense", 0.0)):
                     continue
                 item = from_record(hit.record).model_copy(update={"weight": 0.0,
                                                                   "updated_at": utcnow()})
@@ -379,12 +351,12 @@ class LongTermMemory:
         test, for memories not written yet: a session's extraction that lands after the
         user's "forget …" of what it holds), and how many were left out."""
         pairs = [(cand, req) for cand in candidates if cand.intent is not Intent.FORGET
-                 for req in requests if _said_before(cand, req)]
+                 for req in requests if said_before(cand, req)]
         if not pairs:
             return list(candidates), 0
         texts = sorted({t for cand, req in pairs for t in (cand.text, req.target)})
         vectors = dict(zip(texts, self.embedder.encode(texts), strict=True))
-        doomed = {id(cand) for cand, req in pairs if _names(
+        doomed = {id(cand) for cand, req in pairs if names(
             req.target, [cand.text, cand.key, cand.value],
             cosine(vectors[req.target], vectors[cand.text]))}
         return [c for c in candidates if id(c) not in doomed], len(doomed)

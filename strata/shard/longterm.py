@@ -187,13 +187,15 @@ class ShardMemories:
         said after it names is left out (counted in ``forgotten``)."""
         with self.lock:
             self._users.register(scope)
-            known = {r.turn_id for r in self._forgets.recent(scope)}
+            requests = self._forgets.recent(scope)
+            known = {r.turn_id for r in requests}
             forgotten = 0
             for cand in candidates:
                 if (cand.intent is Intent.FORGET and cand.provenance.turn_ids
                         and cand.provenance.turn_ids[0] not in known):
-                    forgotten += len(self._forget(scope, _request(cand)))
-            kept, left_out = self.longterm.unforgotten(candidates, self._forgets.recent(scope))
+                    requests.append(request := _request(cand))
+                    forgotten += len(self._forget(scope, request))
+            kept, left_out = self.longterm.unforgotten(candidates, requests)
             summary = self.longterm.writer.write(scope, kept)
             summary.forgotten += forgotten + left_out
             return summary

@@ -79,8 +79,9 @@ def test_attribution_defaults() -> None:
     assert inferred.visibility == "private"
     assert named.context is None and named.scope_tags == ["project:y"]  # its own project
     untouched = Candidate(kind=MemoryKind.EPISODE, text="hi", provenance=prov)
-    assert attribute([untouched], [turns[0].model_copy(update={"agent": None,
-                                                                "context": None})]) == [untouched]
+    plain = turns[0].model_copy(update={"agent": None, "context": None})
+    assert attribute([untouched], [plain]) == [  # only when it was said
+        untouched.model_copy(update={"said_at": plain.created_at})]
 
 
 def test_visibility_rule() -> None:
