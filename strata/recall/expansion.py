@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from functools import lru_cache
 from typing import Protocol
 
 import httpx
@@ -67,7 +68,11 @@ class QueryExpander(Protocol):
 
 
 class LLMQueryExpander:
-    """Statements by an OpenAI-compatible chat model; none when it fails."""
+    """Statements by an OpenAI-compatible chat model; none when it fails. The last
+    ``CACHE_SIZE`` answers are kept: the same question about the same people asks the model
+    once (a failure is not kept, so the next recall asks again)."""
+
+    CACHE_SIZE = 1024
 
     def __init__(self, base_url: str, api_key: str, model: str, most: int = 4,
                  timeout_s: float = 10.0, prompt: Prompt = EXPAND_V1,
@@ -75,32 +80,34 @@ class LLMQueryExpander:
         self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
         self._most = most
         self.prompt = prompt
+        self._cached = lru_cache(maxsize=self.CACHE_SIZE)(self._statements)
 
-    def _ask(self, query: str, speakers: Collection[str]) -> ExpansionOutput:
-        people = ", ".join(sorted(speakers)) or "(none named: the user)"
-        return self._chat.ask(
+    def _statements(self, query: str, people: tuple[str, ...]) -> tuple[str, ...]:
+        """At most ``most`` distinct statements (each cut to 300 characters); ``ChatFailed``
+        when the model gives none."""
+        output = self._chat.ask(
             ExpansionOutput, self.prompt.system.replace("{most}", str(self._most)),
-            f"People in the conversations: {people}\nQuestion: {query}",
-            max_tokens=60 * self._most)
-
-    def expand(self, query: str, speakers: Collection[str]) -> list[str]:
-        """At most ``most`` distinct statements (each cut to 300 characters), or none."""
-        if not query.strip():
-            return []
-        try:
-            output = self._ask(query, speakers)
-        except ChatFailed as exc:
-            logger.warning("query expansion (%s) failed, searching the question alone: %s",
-                           self.prompt.version, exc)
-            return []
-        seen = {query.strip().casefold()}
+            f"People in the conversations: {', '.join(people) or '(none named: the user)'}\n"
+            f"Question: {query}", max_tokens=60 * self._most)
+        seen = {query.casefold()}
         statements = []
         for raw in output.statements:
             text = " ".join(raw.split())[:MAX_STATEMENT_CHARS]
             if text and text.casefold() not in seen:
                 seen.add(text.casefold())
                 statements.append(text)
-        return statements[:self._most]
+        return tuple(statements[:self._most])
+
+    def expand(self, query: str, speakers: Collection[str]) -> list[str]:
+        """The statements for ``query`` about ``speakers``, or none."""
+        if not query.strip():
+            return []
+        try:
+            return list(self._cached(query.strip(), tuple(sorted(speakers))))
+        except ChatFailed as exc:
+            logger.warning("query expansion (%s) failed, searching the question alone: %s",
+                           self.prompt.version, exc)
+            return []
 
 
 def make_expander(settings: Settings) -> QueryExpander | None:

@@ -68,6 +68,28 @@ def test_a_failed_or_malformed_answer_gives_no_statements() -> None:
     assert expander({"statements": ["never asked"]}).expand("  ", set()) == []
 
 
+def test_the_same_question_asks_the_model_once_but_a_failure_is_asked_again() -> None:
+    asked: list[str] = []
+    fail = [True]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(json.loads(request.content)["messages"][1]["content"])
+        if fail[0]:
+            return httpx.Response(503, json={"error": "busy"})
+        reply = json.dumps({"statements": ["Melanie: I went swimming"]})
+        return httpx.Response(200, json={"choices": [{"message": {"content": reply}}]})
+
+    llm = LLMQueryExpander("http://llm/v1", "", "m", transport=httpx.MockTransport(handler))
+    assert llm.expand(QUESTION, {"Melanie"}) == []
+    fail[0] = False
+    for _ in range(3):
+        assert llm.expand(f" {QUESTION}", ["Melanie"]) == ["Melanie: I went swimming"]
+    assert llm.expand(QUESTION, {"Caroline"}) == ["Melanie: I went swimming"]
+    assert [a.split("\n")[0] for a in asked] == [
+        "People in the conversations: Melanie", "People in the conversations: Melanie",
+        "People in the conversations: Caroline"]
+
+
 def test_the_rules_are_the_default() -> None:
     assert make_expander(Settings()) is None
     assert isinstance(make_expander(Settings(query_expander="openai")), LLMQueryExpander)
@@ -169,7 +191,7 @@ def test_a_statement_finds_what_the_question_shares_no_words_with(
     assert weighed.score == pytest.approx(max(alone.score,
                                               DEFAULT.expansion_weight * found.score))
     asked = chat.requests[0]
-    assert len(chat.requests) == 2
+    assert len(chat.requests) == 1  # the second recall of the question: the kept answer
     assert asked["path"] == "/v1/chat/completions" and asked["model"] == "m"
     assert asked["messages"][1]["content"] == (
         f"People in the conversations: Caroline, Melanie\nQuestion: {QUESTION}")
