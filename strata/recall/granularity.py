@@ -16,8 +16,10 @@ about the query lifts its turns. In a multi-party conversation (turns with
 the names of the people speaking do not count as query terms. A turn said on a date the query
 names ("on 13 October, 2023", "in July 2022"; ``strata.recall.timeframe``), or with
 ``time_mentions`` speaking of a day in it ("last week" said on 2 July is in June;
-``strata.recall.relative_dates``), gets ``time_boost``. A turn found only through an exchange
-is fetched with both its similarities.
+``strata.recall.relative_dates``), gets ``time_boost``; one that holds the kind of answer the
+query asks for (a number, a time, a place, a name, a person; ``strata.recall.answer_types``)
+gets ``answer_boost``. A turn found only through an exchange is fetched with both its
+similarities.
 
 With a late-interaction scorer (``strata.recall.late``) this ranking is the first of two
 stages: the best ``late_candidates`` turns, and the exchange partners they need, are scored
@@ -41,6 +43,7 @@ from functools import lru_cache
 from strata.extract.intents import is_question
 from strata.layers.summarize import split_sentences
 from strata.models import SearchHit, StoredRecord
+from strata.recall.answer_types import Answer, asked, holds
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
 from strata.recall.relative_dates import mentions
@@ -151,8 +154,8 @@ def _happened_in(record: StoredRecord, periods: Sequence[Period], mentioned: boo
 
 
 def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: str | None,
-          periods: Sequence[Period], recipe: RecallRecipe
-          ) -> tuple[list[_Unit], dict[str, float]]:
+          periods: Sequence[Period], answer: Answer | None, people: Collection[str],
+          recipe: RecallRecipe) -> tuple[list[_Unit], dict[str, float]]:
     """Score every turn (and every exchange none of whose turns is known) by the formula
     above; returns them with the best turn score of each session."""
     for unit in units.values():
@@ -184,6 +187,9 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: 
         if _happened_in(unit.record, periods, recipe.time_mentions):
             turn += recipe.time_boost
             unit.parts["time"] = recipe.time_boost
+        if answer is not None and holds(answer, unit.record.text, people):
+            turn += recipe.answer_boost
+            unit.parts["answer"] = recipe.answer_boost
         unit.final = turn - recipe.question_penalty * asking_share(unit.record.text)
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
     for unit in everything:
@@ -229,7 +235,8 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
     if missing:
         hits.update({h.record.id: h for h in fetch(missing)
                      if float(h.record.payload.get("weight", 1.0)) > 0})
-    names = {t for name in {_speaker(h.record) for h in hits.values()} for t in tokenize(name)}
+    people = {p for p in (_speaker(h.record) for h in hits.values()) if p}
+    names = {t for name in people for t in tokenize(name)}
     terms = set(tokenize(query)) - names
     units = {rid: _Unit(h.record, dict(h.parts), _coverage(terms, h.record.text, terms_of))
              for rid, h in hits.items()}
@@ -237,12 +244,14 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
                            _coverage(terms, h.record.text, terms_of)) for h in exchange_hits]
     asked_about = _named_speaker(query, units.values())
     periods = mentioned_periods(query) if recipe.time_boost > 0 else []
-    everything, best = _rank(units, exchanges, asked_about, periods, recipe)
+    answer = asked(query) if recipe.answer_boost > 0 else None
+    everything, best = _rank(units, exchanges, asked_about, periods, answer, people, recipe)
     if late is not None and recipe.late_share > 0 and everything:
         everything.sort(key=lambda u: u.final, reverse=True)
         shortlist = everything[:recipe.late_candidates]
         units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
-        everything, best = _rank(units, exchanges, asked_about, periods, recipe)
+        everything, best = _rank(units, exchanges, asked_about, periods, answer, people,
+                                 recipe)
         kept = {u.record.id for u in shortlist}
         everything = [u for u in everything if u.record.id in kept]
         for unit in everything:

@@ -55,6 +55,10 @@ class RecallRecipe(BaseModel):
     # leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
     time_boost: float = Field(default=0.4, ge=0.0)
     time_mentions: bool = True
+    # a turn that holds the kind of answer the query asks for (a number, a time, a place, a
+    # name, a person; strata.recall.answer_types); chosen by leave-one-conversation-out on
+    # LoCoMo dev (docs/benchmarks.md)
+    answer_boost: float = Field(default=0.15, ge=0.0)
     coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
     # subtracted × the share of a turn's words that are in questions (it asks, not tells;
     # chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)

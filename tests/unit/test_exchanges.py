@@ -241,7 +241,10 @@ def test_a_turn_that_tells_outranks_one_that_asks_with_the_same_words() -> None:
                 "Melanie", **same)]
     out = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["hybrid"])
     assert [h.record.id for h in out] == ["tell", "ask"]
-    neutral = RECIPES["hybrid"].model_copy(update={"question_penalty": 0.0})
+    # the penalty alone: the telling turn's "seven years" would also get the answer boost
+    assert out[0].parts["answer"] == RECIPES["hybrid"].answer_boost
+    neutral = RECIPES["hybrid"].model_copy(update={"question_penalty": 0.0,
+                                                   "answer_boost": 0.0})
     plain = fuse_granularities(hits, [], lambda ids: [], query, neutral)
     assert plain[0].score == plain[1].score
 
