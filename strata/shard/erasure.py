@@ -61,8 +61,8 @@ class ShardErasure:
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
-            self._forgets.remove(scope, {r.turn_id for r in self._forgets.recent(scope) if any(
-                n.casefold() in r.target.casefold() for n in needles)})
+            self._forgets.remove(scope, [r for r in self._forgets.recent(scope) if any(
+                n.casefold() in r.target.casefold() for n in needles)])
             self._recalls.remove(scope, {d.id for d in doomed})
             self._audit.append(scope, action="delete", memory_id=memory_id,
                                count=len(doomed), at=utcnow().isoformat())

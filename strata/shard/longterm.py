@@ -188,12 +188,15 @@ class ShardMemories:
         with self.lock:
             self._users.register(scope)
             requests = self._forgets.recent(scope)
-            known = {r.turn_id for r in requests}
+            known = {r.key for r in requests}
             forgotten = 0
             for cand in candidates:
-                if (cand.intent is Intent.FORGET and cand.provenance.turn_ids
-                        and cand.provenance.turn_ids[0] not in known):
-                    requests.append(request := _request(cand))
+                if cand.intent is not Intent.FORGET or not cand.provenance.turn_ids:
+                    continue
+                request = _request(cand)
+                if request.key not in known:
+                    known.add(request.key)
+                    requests.append(request)
                     forgotten += len(self._forget(scope, request))
             kept, left_out = self.longterm.unforgotten(candidates, requests)
             summary = self.longterm.writer.write(scope, kept)

@@ -19,7 +19,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     fu:{scope}:quiet         hash    follow-up topic -> quiet until (epoch seconds)
     fu:{scope}:outcomes      hash    "<kind>:<used|dismissed>" -> count
     fu:{session}:count       string  follow-ups proposed in the session
-    forgets:{scope}          hash    turn id -> the user's forget request said in it
+    forgets:{scope}          hash    the user's recent forget requests (turn + target -> request)
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ entry.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -274,22 +275,27 @@ class ForgetRequest(BaseModel):
     viewer: str = ""
     speaker: str | None = None
 
+    @property
+    def key(self) -> str:
+        """What identifies it in the log: its turn and what it names (a turn may name two)."""
+        return f"{self.turn_id}:{hashlib.sha256(self.target.encode()).hexdigest()[:16]}"
+
 
 class ForgetLog(Protocol):
-    """The user's recent forget requests, one per turn: a memory said before one of them and
-    written after it (a late session-end extraction, a retried job) is forgotten as well."""
+    """The user's recent forget requests: a memory said before one of them and written after
+    it (a late session-end extraction, a retried job) is forgotten as well."""
 
     def add(self, scope: Scope, request: ForgetRequest) -> None:
-        """Keep ``request`` (again: the same turn's is replaced); the oldest go past
-        ``FORGET_LOG_MAX``, and the log expires ``FORGET_LOG_TTL_S`` after the last add."""
+        """Keep ``request`` (again: the one with the same ``key`` is replaced); the oldest go
+        past ``FORGET_LOG_MAX``, and the log expires ``FORGET_LOG_TTL_S`` after the last add."""
         ...
 
     def recent(self, scope: Scope) -> list[ForgetRequest]:
         """The user's kept requests, oldest first."""
         ...
 
-    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
-        """Drop the requests said in these turns; how many went."""
+    def remove(self, scope: Scope, requests: Sequence[ForgetRequest]) -> int:
+        """Drop these requests; how many went."""
         ...
 
     def delete_user(self, scope: Scope) -> int:

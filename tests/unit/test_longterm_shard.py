@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from strata.errors import BackendUnavailable
+from strata.extract.base import Candidate, Intent
 from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, MemoryKind, RecallRequest, Scope
+from strata.models import Collection, MemoryKind, Provenance, RecallRequest, Scope, utcnow
 from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
@@ -207,3 +208,14 @@ def test_deletes_take_the_forget_log_with_them(shard: SessionShardService,
     shard.append_turn(U, "s1", "user", "Forget the Tokyo trip.")
     shard.delete_user(U)
     assert redis_store.forgets.recent(U) == []
+
+
+def test_two_forgets_of_one_turn_are_both_kept(shard: SessionShardService,
+                                               redis_store: RedisStore) -> None:
+    """An LLM extractor may find two forget requests in one turn ("forget X and Y")."""
+    said = Provenance(session_id="s1", turn_ids=["s1:1"])
+    forgets = [Candidate(kind=MemoryKind.FACT, text=target, intent=Intent.FORGET,
+                         provenance=said, said_at=utcnow()) for target in ("my gym", "my dog")]
+    summary = shard.write_longterm(U, forgets)
+    assert summary.forgotten == 0 and not summary.facts
+    assert sorted(r.target for r in redis_store.forgets.recent(U)) == ["my dog", "my gym"]

@@ -278,18 +278,21 @@ def test_follow_up_state(store: Store) -> None:
     assert fu.state(ALICE, S1) == ({}, {}, 0)
 
 
-def test_forget_log_keeps_one_request_per_turn_oldest_first_and_capped(store: Store) -> None:
+def test_forget_log_keeps_each_request_once_oldest_first_and_capped(store: Store) -> None:
     log = store.forgets
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     later = ForgetRequest(turn_id="t2", at=start + timedelta(hours=1), target="the Tokyo trip",
                           viewer="travel", speaker="Ann")
+    codename = ForgetRequest(turn_id="t1", at=start, target="my codename")
     log.add(ALICE, later)
-    log.add(ALICE, ForgetRequest(turn_id="t1", at=start, target="my codename"))
-    log.add(ALICE, ForgetRequest(turn_id="t1", at=start, target="my project codename"))
-    assert log.recent(ALICE) == [
-        ForgetRequest(turn_id="t1", at=start, target="my project codename"), later]
+    log.add(ALICE, codename)
+    log.add(ALICE, codename)  # a retried job: still one
+    log.add(ALICE, gym := ForgetRequest(turn_id="t1", at=start, target="my gym"))  # same turn
+    assert log.recent(ALICE)[-1] == later and len(log.recent(ALICE)) == 3
+    assert {r.target for r in log.recent(ALICE)[:2]} == {"my codename", "my gym"}
     assert log.recent(BOB) == []
-    assert (log.remove(ALICE, {"t1", "nope"}), log.recent(ALICE)) == (1, [later])
+    assert (log.remove(ALICE, [codename, gym]), log.recent(ALICE)) == (2, [later])
+    assert log.remove(ALICE, []) == 0
     for i in range(FORGET_LOG_MAX + 3):
         log.add(BOB, ForgetRequest(turn_id=f"b{i}", at=start + timedelta(minutes=i), target="x"))
     kept = log.recent(BOB)

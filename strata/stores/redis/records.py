@@ -4,6 +4,8 @@ file's rewrite."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis
 
 from strata.models import Scope
@@ -137,7 +139,8 @@ class RedisFollowUpState:
 
 
 class RedisForgetLog:
-    """``ForgetLog`` over one ``forgets:{scope}`` hash of turn id -> request (JSON)."""
+    """``ForgetLog`` over one ``forgets:{scope}`` hash of ``ForgetRequest.key`` -> request
+    (JSON)."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self._conn = conn
@@ -147,13 +150,13 @@ class RedisForgetLog:
         key = self._conn.key(keys.forgets(scope))
         with redis_errors("forget log"):
             pipe = self._r.pipeline()
-            pipe.hset(key, request.turn_id, request.model_dump_json())
+            pipe.hset(key, request.key, request.model_dump_json())
             pipe.expire(key, FORGET_LOG_TTL_S)
             pipe.hlen(key)
             kept = int(pipe.execute()[-1])
             if kept > FORGET_LOG_MAX:
                 oldest = self.recent(scope)[:kept - FORGET_LOG_MAX]
-                self._r.hdel(key, *(r.turn_id for r in oldest))
+                self._r.hdel(key, *(r.key for r in oldest))
 
     def recent(self, scope: Scope) -> list[ForgetRequest]:
         with redis_errors("forget log read"):
@@ -161,11 +164,12 @@ class RedisForgetLog:
         return sorted((ForgetRequest.model_validate_json(v) for v in raw),
                       key=lambda r: r.at.timestamp())
 
-    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
-        if not turn_ids:
+    def remove(self, scope: Scope, requests: Sequence[ForgetRequest]) -> int:
+        if not requests:
             return 0
         with redis_errors("forget log delete"):
-            return int(self._r.hdel(self._conn.key(keys.forgets(scope)), *sorted(turn_ids)))
+            return int(self._r.hdel(self._conn.key(keys.forgets(scope)),
+                                    *{r.key for r in requests}))
 
     def delete_user(self, scope: Scope) -> int:
         with redis_errors("delete forget log"):

@@ -4,6 +4,8 @@ that is off."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef, parse_scope_key
@@ -123,7 +125,8 @@ class MemoryFollowUpState:
 
 
 class MemoryForgetLog:
-    """``ForgetLog`` over one ``forgets:{scope}`` hash of turn id -> request (JSON)."""
+    """``ForgetLog`` over one ``forgets:{scope}`` hash of ``ForgetRequest.key`` -> request
+    (JSON)."""
 
     def __init__(self, ks: Keyspace) -> None:
         self._ks = ks
@@ -131,10 +134,10 @@ class MemoryForgetLog:
     def add(self, scope: Scope, request: ForgetRequest) -> None:
         with self._ks.lock:
             kept = self._ks.ensure(keys.forgets(scope), Hash)
-            kept[request.turn_id] = request.model_dump_json()
+            kept[request.key] = request.model_dump_json()
             self._ks.expire(keys.forgets(scope), FORGET_LOG_TTL_S)
             for old in self.recent(scope)[:max(0, len(kept) - FORGET_LOG_MAX)]:
-                del kept[old.turn_id]
+                del kept[old.key]
 
     def recent(self, scope: Scope) -> list[ForgetRequest]:
         with self._ks.lock:
@@ -142,11 +145,10 @@ class MemoryForgetLog:
             return sorted((ForgetRequest.model_validate_json(v) for v in kept.values()),
                           key=lambda r: r.at.timestamp())
 
-    def remove(self, scope: Scope, turn_ids: set[str]) -> int:
+    def remove(self, scope: Scope, requests: Sequence[ForgetRequest]) -> int:
         with self._ks.lock:
             kept = self._ks.get(keys.forgets(scope), Hash) or Hash()
-            gone = [t for t in turn_ids if kept.pop(t, None) is not None]
-            return len(gone)
+            return len([k for k in {r.key for r in requests} if kept.pop(k, None) is not None])
 
     def delete_user(self, scope: Scope) -> int:
         with self._ks.lock:
