@@ -84,7 +84,7 @@ def score_hits(layer: Layer, kind: str, hits: Sequence[SearchHit], items: Sequen
             recipe.w_similarity * match + recipe.w_decay * decay
             + recipe.w_confidence * confidence + recipe.w_type * type_priority)
         extra = {k: round(hit.parts[k], 4) for k in ("turn", "exchange", "session", "speaker",
-                                                   "time", "coverage", "late")
+                                                   "time", "answer", "coverage", "late")
                  if k in hit.parts}
         out.append(item.model_copy(update={"score": score, "parts": {
             **extra, "similarity": round(match, 4), "dense": round(dense, 4),

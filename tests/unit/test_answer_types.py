@@ -3,12 +3,15 @@ preferring, of two turns about the same thing, the one that holds such an answer
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
-from strata.models import SearchHit, StoredRecord
+from strata.models import Layer, SearchHit, StoredRecord
 from strata.recall.answer_types import Answer, asked, holds
 from strata.recall.granularity import fuse_granularities
 from strata.recall.recipes import DEFAULT
+from strata.recall.scoring import ScoredItem, score_hits
 
 PEOPLE = ["Melanie", "Caroline"]
 
@@ -77,3 +80,13 @@ def test_of_two_equal_turns_the_one_holding_the_answer_comes_first() -> None:
     plain = fuse_granularities(hits, [], lambda ids: [], query,
                                DEFAULT.model_copy(update={"answer_boost": 0.0}))
     assert "answer" not in plain[0].parts and "answer" not in plain[1].parts
+
+
+def test_the_scored_candidate_shows_the_boost_it_got() -> None:
+    hit = fuse_granularities([turn("b", "Melanie: We went hiking four times")], [],
+                             lambda ids: [], "How many times did Melanie go hiking?",
+                             DEFAULT)[0]
+    item = ScoredItem(id="b", layer=Layer.EPISODES, kind="episode", text=hit.record.text)
+    [scored] = score_hits(Layer.EPISODES, "episode", [hit], [item], DEFAULT,
+                          datetime(2023, 5, 9, tzinfo=timezone.utc))
+    assert scored.parts["answer"] == DEFAULT.answer_boost
