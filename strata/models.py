@@ -10,32 +10,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "LONG_TERM",
-    "SHARED_USER",
-    "AgentName",
-    "Collection",
-    "ContextName",
-    "Layer",
-    "MemoryItem",
-    "MemoryKind",
-    "MemoryStatus",
-    "Provenance",
-    "RecallItem",
-    "RecallRequest",
-    "RecallResponse",
-    "RecordFilter",
-    "Role",
-    "Scope",
-    "SearchHit",
-    "Source",
-    "StoredRecord",
-    "Turn",
-    "Visibility",
-    "check_agent",
-    "check_id",
-    "check_name",
-    "context_name",
-    "is_visible",
+    "LONG_TERM", "SHARED_USER", "AgentName", "Collection", "ContextName", "Layer", "MemoryItem",
+    "MemoryKind", "MemoryStatus", "Provenance", "RecallItem", "RecallRequest", "RecallResponse",
+    "RecordFilter", "Role", "Scope", "SearchHit", "Source", "StoredRecord", "Turn", "UtcDatetime",
+    "Visibility", "as_utc", "check_agent", "check_id", "check_name", "context_name", "is_visible",
     "utcnow",
 ]
 
@@ -49,6 +27,14 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 def utcnow() -> datetime:
     """The current time, timezone-aware (UTC)."""
     return datetime.now(timezone.utc)
+
+
+def as_utc(when: datetime) -> datetime:
+    """``when`` with a time zone: a time sent without one is taken as UTC (``UtcDatetime``)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
 
 
 def check_id(kind: str, value: str) -> str:
@@ -206,7 +192,7 @@ class Turn(BaseModel):
     user_id: str
     role: Role
     content: str
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: UtcDatetime = Field(default_factory=utcnow)
     metadata: dict[str, Any] = Field(default_factory=dict)
     pinned: bool = False
     agent: str | None = None    # the agent the turn was said to (or by)

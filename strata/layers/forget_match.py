@@ -4,11 +4,10 @@ stored memories, and ``LongTermMemory.unforgotten`` to candidates not written ye
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from strata.extract.base import Candidate
 from strata.extract.terms import coverage, has_cjk
-from strata.models import is_visible
+from strata.models import as_utc, is_visible
 from strata.stores.redis_ports import ForgetRequest
 
 __all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before"]
@@ -27,14 +26,36 @@ def names(target: str, words: Sequence[str | None], dense: float) -> bool:
     return covered >= FORGET_COVERAGE or close
 
 
-def _utc(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+def _turn_number(turn_id: str, session: str | None) -> int | None:
+    """The place of a turn in its session when the server named it (``<session>:<n>``)."""
+    prefix, _, n = turn_id.rpartition(":")
+    return int(n) if session and prefix == session and n.isdigit() else None
+
+
+def _earlier(cand: Candidate, request: ForgetRequest) -> bool:
+    """Whether ``cand`` was said before ``request``. At the same time (a client that stamps a
+    session's turns alike), the server's turn numbers decide when both are of one session;
+    otherwise it counts as earlier (what may have been said before a forget is forgotten).
+    Never what the forget turn alone says ("forget my old address, the new one is …"); an
+    exchange of it and the turn before it holds that turn's words."""
+    others = [t for t in cand.provenance.turn_ids if t != request.turn_id]
+    if cand.said_at is None or not others:
+        return False
+    said, asked = as_utc(cand.said_at), as_utc(request.at)
+    if said != asked:
+        return said < asked
+    session = cand.provenance.session_id
+    mine = [_turn_number(t, session) for t in others]
+    theirs = _turn_number(request.turn_id, session)
+    if theirs is None or None in mine:
+        return True
+    return max(n for n in mine if n is not None) < theirs
 
 
 def said_before(cand: Candidate, request: ForgetRequest) -> bool:
     """Whether ``request`` may forget ``cand``: said after it, by the same person (when the
     conversation names its speakers), to an agent that sees it."""
-    if cand.said_at is None or _utc(cand.said_at) >= _utc(request.at):
+    if not _earlier(cand, request):
         return False
     if request.speaker and cand.speaker and cand.speaker != request.speaker:
         return False

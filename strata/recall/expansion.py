@@ -83,8 +83,8 @@ class LLMQueryExpander:
         self._cached = lru_cache(maxsize=self.CACHE_SIZE)(self._statements)
 
     def _statements(self, query: str, people: tuple[str, ...]) -> tuple[str, ...]:
-        """At most ``most`` distinct statements (each cut to 300 characters); ``ChatFailed``
-        when the model gives none."""
+        """At most ``most`` distinct statements (each cut to 300 characters; an answer with
+        none is kept too); ``ChatFailed`` when the model gives no usable answer."""
         output = self._chat.ask(
             ExpansionOutput, self.prompt.system.replace("{most}", str(self._most)),
             f"People in the conversations: {', '.join(people) or '(none named: the user)'}\n"

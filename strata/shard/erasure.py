@@ -5,8 +5,10 @@ purge that follows removes the deleted text from the stores' files."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from strata.extract.terms import has_cjk
 from strata.layers.decay import SweepCounts
 from strata.models import Scope, utcnow
 from strata.shard.longterm import LazyLongTerm, ShardMemories
@@ -24,6 +26,13 @@ from strata.stores.redis_ports import (
 )
 
 __all__ = ["ShardErasure"]
+
+
+def _holds(text: str, needle: str) -> bool:
+    """Whether ``text`` holds ``needle``: as a whole word, or anywhere in Chinese."""
+    if has_cjk(needle):
+        return needle in text
+    return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 class ShardErasure:
@@ -61,8 +70,8 @@ class ShardErasure:
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
-            self._forgets.remove(scope, [r for r in self._forgets.recent(scope) if any(
-                n.casefold() in r.target.casefold() for n in needles)])
+            self._forgets.remove(scope, [r for r in self._forgets.recent(scope)
+                                         if any(_holds(r.target, n) for n in needles)])
             self._recalls.remove(scope, {d.id for d in doomed})
             self._audit.append(scope, action="delete", memory_id=memory_id,
                                count=len(doomed), at=utcnow().isoformat())

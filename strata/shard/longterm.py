@@ -188,15 +188,19 @@ class ShardMemories:
         with self.lock:
             self._users.register(scope)
             requests = self._forgets.recent(scope)
-            known = {r.key for r in requests}
+            applied = {r.turn_id for r in requests}  # applied to what was stored then
             forgotten = 0
             for cand in candidates:
                 if cand.intent is not Intent.FORGET or not cand.provenance.turn_ids:
                     continue
                 request = _request(cand)
-                if request.key not in known:
-                    known.add(request.key)
-                    requests.append(request)
+                if request.key in {r.key for r in requests}:
+                    continue
+                requests.append(request)
+                if request.turn_id in applied:  # the same forget in other words (an LLM's)
+                    self._forgets.add(scope, request)
+                else:  # its turn's attempt failed: now, with what is stored now
+                    applied.add(request.turn_id)
                     forgotten += len(self._forget(scope, request))
             kept, left_out = self.longterm.unforgotten(candidates, requests)
             summary = self.longterm.writer.write(scope, kept)

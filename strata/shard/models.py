@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata.models import AgentName, ContextName, Turn
+from strata.models import AgentName, ContextName, Turn, UtcDatetime
 from strata.recall.assembly import LayerCandidates
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem
@@ -24,7 +24,7 @@ class TurnIn(BaseModel):
 
     role: str
     content: str
-    created_at: datetime | None = None
+    created_at: UtcDatetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     turn_id: str | None = Field(default=None, description="client id; a retry is deduplicated")
     context: ContextName | None = Field(default=None, description=(

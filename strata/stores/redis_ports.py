@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from strata.errors import InvalidInput
-from strata.models import Scope
+from strata.models import Scope, UtcDatetime
 from strata.stores.keys import SessionRef
 
 __all__ = [
@@ -270,7 +269,7 @@ class ForgetRequest(BaseModel):
     the agent it was said to (``viewer``) and who said it (``speaker``)."""
 
     turn_id: str
-    at: datetime
+    at: UtcDatetime
     target: str
     viewer: str = ""
     speaker: str | None = None

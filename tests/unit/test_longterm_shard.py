@@ -219,3 +219,43 @@ def test_two_forgets_of_one_turn_are_both_kept(shard: SessionShardService,
     summary = shard.write_longterm(U, forgets)
     assert summary.forgotten == 0 and not summary.facts
     assert sorted(r.target for r in redis_store.forgets.recent(U)) == ["my dog", "my gym"]
+
+
+def test_a_forget_seen_again_in_other_words_forgets_nothing_said_after_it(
+        shard: SessionShardService) -> None:
+    """The session-end job's extractor (an LLM's) may word the turn's forget differently."""
+    ack = shard.append_turn(U, "s1", "user", "Forget my codename.")
+    shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
+    again = Candidate(kind=MemoryKind.FACT, text="the user's codename", intent=Intent.FORGET,
+                      provenance=Provenance(session_id="s1", turn_ids=[ack.turn_id]),
+                      said_at=utcnow())
+    summary = shard.write_longterm(U, [again])
+    assert summary.forgotten == 0
+    assert shard.longterm.facts.current(U, "project.codename") is not None
+
+
+def test_turns_stamped_alike_are_ordered_by_the_servers_turn_numbers(
+        shard: SessionShardService, redis_store: RedisStore,
+        vectors: InMemoryVectorStore) -> None:
+    """A client that stamps every turn of a session with the session's (naive) time."""
+    at = "2023-05-08T13:56:00"
+    shard.append_turn(U, "s1", "user", "We went hiking at Mount Falcon with the kids today.",
+                      created_at=at)  # type: ignore[arg-type]
+    shard.append_turn(U, "s1", "user", "Forget the hiking at Mount Falcon.",
+                      created_at=at)  # type: ignore[arg-type]
+    shard.append_turn(U, "s1", "user", "We went hiking at Mount Falcon again, in the rain.",
+                      created_at=at)  # type: ignore[arg-type]
+    assert redis_store.forgets.recent(U)[0].at.tzinfo is not None  # naive is taken as UTC
+    shard.close(U, "s1")
+    extract(shard, redis_store)
+    found = recall(vectors, "hiking at Mount Falcon")
+    assert any("rain" in t for t in found) and not any("kids" in t for t in found)
+
+
+def test_a_delete_takes_only_the_forgets_that_hold_its_words(
+        shard: SessionShardService, redis_store: RedisStore) -> None:
+    shard.append_turn(U, "s1", "user", "Forget my company.")
+    shard.append_turn(U, "s1", "user", "Remember that I live in NY.")
+    fact = next(m for m in shard.longterm.list_items(U, MemoryKind.FACT) if m.value == "NY")
+    shard.delete_memory(U, fact.id)
+    assert [r.target for r in redis_store.forgets.recent(U)] == ["company"]  # not "NY"

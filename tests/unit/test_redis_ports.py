@@ -293,6 +293,9 @@ def test_forget_log_keeps_each_request_once_oldest_first_and_capped(store: Store
     assert log.recent(BOB) == []
     assert (log.remove(ALICE, [codename, gym]), log.recent(ALICE)) == (2, [later])
     assert log.remove(ALICE, []) == 0
+    log.add(ALICE, ForgetRequest(turn_id="t0", at=datetime(1, 1, 1), target="x"))  # naive: UTC
+    assert [r.turn_id for r in log.recent(ALICE)] == ["t0", "t2"]
+    log.remove(ALICE, log.recent(ALICE)[:1])
     for i in range(FORGET_LOG_MAX + 3):
         log.add(BOB, ForgetRequest(turn_id=f"b{i}", at=start + timedelta(minutes=i), target="x"))
     kept = log.recent(BOB)

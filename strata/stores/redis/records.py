@@ -162,7 +162,7 @@ class RedisForgetLog:
         with redis_errors("forget log read"):
             raw = self._r.hvals(self._conn.key(keys.forgets(scope)))
         return sorted((ForgetRequest.model_validate_json(v) for v in raw),
-                      key=lambda r: r.at.timestamp())
+                      key=lambda r: r.at)
 
     def remove(self, scope: Scope, requests: Sequence[ForgetRequest]) -> int:
         if not requests:

@@ -143,7 +143,7 @@ class MemoryForgetLog:
         with self._ks.lock:
             kept = self._ks.get(keys.forgets(scope), Hash) or Hash()
             return sorted((ForgetRequest.model_validate_json(v) for v in kept.values()),
-                          key=lambda r: r.at.timestamp())
+                          key=lambda r: r.at)
 
     def remove(self, scope: Scope, requests: Sequence[ForgetRequest]) -> int:
         with self._ks.lock:
