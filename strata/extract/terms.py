@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["coverage", "has_cjk", "overlap", "terms"]
+__all__ = ["coverage", "has_cjk", "overlap", "terms", "word_pattern"]
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TERM = re.compile(r"[\u4e00-\u9fff]|[^\W\d_]{2,}|\d+")
@@ -21,6 +21,14 @@ _FUNCTION = set("的了是我你他她它们这那在和也都就还又吗呢吧
 
 def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
+
+
+def word_pattern(word: str) -> str:
+    """A regex of ``word`` as a word: not inside a longer word; a Chinese end needs no
+    boundary (Chinese has no spaces, so "小明去了" holds 小明)."""
+    left = "" if has_cjk(word[:1]) else r"(?<!\w)"
+    right = "" if has_cjk(word[-1:]) else r"(?!\w)"
+    return left + re.escape(word) + right
 
 
 def terms(text: str) -> set[str]:

@@ -16,6 +16,8 @@ import re
 from collections.abc import Collection
 from enum import Enum
 
+from strata.extract.terms import word_pattern
+
 __all__ = ["Answer", "asked", "holds"]
 
 
@@ -81,7 +83,7 @@ def holds(answer: Answer, text: str, people: Collection[str] = ()) -> bool:
     if answer is Answer.TIME:
         return bool(_TIME.search(body))
     for name in people:
-        body = re.sub(rf"\b{re.escape(name)}\b", "someone", body, flags=re.I)
+        body = re.sub(word_pattern(name), "someone", body, flags=re.I)
     if answer is Answer.PERSON:
         return bool(_PERSON.search(body))
     return bool((_PLACE if answer is Answer.PLACE else _NAME).search(body))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from strata.extract.terms import has_cjk
+from strata.extract.terms import word_pattern
 from strata.layers.decay import SweepCounts
 from strata.models import Scope, utcnow
 from strata.shard.longterm import LazyLongTerm, ShardMemories
@@ -26,13 +26,6 @@ from strata.stores.redis_ports import (
 )
 
 __all__ = ["ShardErasure"]
-
-
-def _holds(text: str, needle: str) -> bool:
-    """Whether ``text`` holds ``needle``: as a whole word, or anywhere in Chinese."""
-    if has_cjk(needle):
-        return needle in text
-    return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 class ShardErasure:
@@ -71,7 +64,8 @@ class ShardErasure:
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())
             self._forgets.remove(scope, [r for r in self._forgets.recent(scope)
-                                         if any(_holds(r.target, n) for n in needles)])
+                                         if any(re.search(word_pattern(n), r.target, re.I)
+                                                for n in needles)])
             self._recalls.remove(scope, {d.id for d in doomed})
             self._audit.append(scope, action="delete", memory_id=memory_id,
                                count=len(doomed), at=utcnow().isoformat())

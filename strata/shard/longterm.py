@@ -188,14 +188,16 @@ class ShardMemories:
         with self.lock:
             self._users.register(scope)
             requests = self._forgets.recent(scope)
+            kept_keys = {r.key for r in requests}
             applied = {r.turn_id for r in requests}  # applied to what was stored then
             forgotten = 0
             for cand in candidates:
                 if cand.intent is not Intent.FORGET or not cand.provenance.turn_ids:
                     continue
                 request = _request(cand)
-                if request.key in {r.key for r in requests}:
+                if request.key in kept_keys:
                     continue
+                kept_keys.add(request.key)
                 requests.append(request)
                 if request.turn_id in applied:  # the same forget in other words (an LLM's)
                     self._forgets.add(scope, request)

@@ -3,10 +3,12 @@ preferring, of two turns about the same thing, the one that holds such an answer
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import pytest
 
+from strata.extract.terms import word_pattern
 from strata.models import Layer, SearchHit, StoredRecord
 from strata.recall.answer_types import Answer, asked, holds
 from strata.recall.granularity import fuse_granularities
@@ -90,3 +92,19 @@ def test_the_scored_candidate_shows_the_boost_it_got() -> None:
     [scored] = score_hits(Layer.EPISODES, "episode", [hit], [item], DEFAULT,
                           datetime(2023, 5, 9, tzinfo=timezone.utc))
     assert scored.parts["answer"] == DEFAULT.answer_boost
+
+
+@pytest.mark.parametrize(("word", "text", "found"), [
+    ("NY", "I moved to NY last year", True),
+    ("NY", "my company", False),             # not inside a longer word
+    ("Mel", "Melanie said hi", False),
+    ("小明", "我和小明去了北京", True),         # Chinese has no spaces around a name
+    ("上海", "我搬到上海了", True),
+])
+def test_a_word_is_found_as_a_word(word: str, text: str, found: bool) -> None:
+    assert (re.search(word_pattern(word), text, re.I) is not None) is found
+
+
+def test_a_chinese_speakers_name_is_no_person_in_the_answer() -> None:
+    assert not holds(Answer.PERSON, "小明：和小明一起", ["小明"])
+    assert holds(Answer.PERSON, "小明：和朋友一起", ["小明"])
