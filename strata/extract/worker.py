@@ -37,6 +37,7 @@ class WriteSummary(BaseModel):
     episodes: dict[str, int] = Field(default_factory=dict)
     dropped: int = 0
     forgotten: int = 0
+    deleted: int = 0  # made from turns the user deleted after the job read them
 
 
 class LongTermWriter:

@@ -52,7 +52,9 @@ class ShardErasure:
     def delete_memory(self, scope: Scope, memory_id: str,
                       viewer: str | None = None) -> dict[str, Any]:
         """Delete a memory, its versions, the memories made from the same words
-        (``LongTermMemory.delete``), their source turns and their recall-log entries."""
+        (``LongTermMemory.delete``), their source turns and their recall-log entries; the
+        turns' ids are kept (``ForgetLog.add_deleted_turns``) so that an extraction job that
+        read them before the delete writes nothing of them."""
         with self._sessions.lock, self._memories.lock:
             doomed = self._longterm.get().delete(scope, memory_id, viewer)
             turns: dict[str, set[str]] = {}
@@ -60,6 +62,8 @@ class ShardErasure:
                 if item.provenance.session_id:
                     turns.setdefault(item.provenance.session_id, set()).update(
                         item.provenance.turn_ids)
+            for sid, ids in turns.items():  # an extraction that read them writes none of them
+                self._forgets.add_deleted_turns(scope, sid, ids)
             needles = [n for d in doomed for n in (d.value, d.text) if n and len(n) >= 2]
             removed = sum(self._sessions.scrub_turns(scope, sid, ids, needles)
                           for sid, ids in turns.items())

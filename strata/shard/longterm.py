@@ -46,6 +46,7 @@ from strata.stores.redis_ports import (
     ForgetRequest,
     UserRegistry,
     WriteQueues,
+    deleted_turn,
 )
 
 __all__ = ["EXPLICIT_MIN_CONFIDENCE", "HIGH_GROUP", "LazyLongTerm", "ShardMemories"]
@@ -184,8 +185,14 @@ class ShardMemories:
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
         """An extraction job's candidates, written. A forget among them that was not applied
         at its turn (the turn's attempt failed) is applied now; a candidate that a forget
-        said after it names is left out (counted in ``forgotten``)."""
+        said after it names is left out (counted in ``forgotten``), and so is one made from a
+        turn the user deleted since the job read it (counted in ``deleted``)."""
         with self.lock:
+            gone = self._forgets.deleted_turns(scope)
+            alive = [c for c in candidates if not any(
+                deleted_turn(c.provenance.session_id or "", t) in gone
+                for t in c.provenance.turn_ids)]
+            deleted, candidates = len(candidates) - len(alive), alive
             self._users.register(scope)
             requests = self._forgets.recent(scope)
             kept_keys = {r.key for r in requests}
@@ -207,6 +214,7 @@ class ShardMemories:
             kept, left_out = self.longterm.unforgotten(candidates, requests)
             summary = self.longterm.writer.write(scope, kept)
             summary.forgotten += forgotten + left_out
+            summary.deleted += deleted
             return summary
 
     def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False

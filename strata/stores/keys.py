@@ -20,6 +20,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     fu:{scope}:outcomes      hash    "<kind>:<used|dismissed>" -> count
     fu:{session}:count       string  follow-ups proposed in the session
     forgets:{scope}          hash    the user's recent forget requests (turn + target -> request)
+    deleted:{scope}          set     "<session>:<turn>" of the turns the user's deletes took
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "SessionRef",
     "active",
     "audit",
+    "deleted_turns",
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
@@ -119,6 +121,10 @@ def user_members(scope: Scope) -> str:
 
 def forgets(scope: Scope) -> str:
     return f"forgets:{scope.key}"
+
+
+def deleted_turns(scope: Scope) -> str:
+    return f"deleted:{scope.key}"
 
 
 def active(shard: int) -> str:

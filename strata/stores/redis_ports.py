@@ -11,7 +11,7 @@ entry.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -40,6 +40,7 @@ __all__ = [
     "WalEntry",
     "WriteQueues",
     "check_content_free",
+    "deleted_turn",
 ]
 
 WalEntry = tuple[str, dict[str, Any]]
@@ -281,8 +282,11 @@ class ForgetRequest(BaseModel):
 
 
 class ForgetLog(Protocol):
-    """The user's recent forget requests: a memory said before one of them and written after
-    it (a late session-end extraction, a retried job) is forgotten as well."""
+    """What a late write must not bring back: the user's recent forget requests (a memory
+    said before one of them and written after it — a late session-end extraction, a retried
+    job — is forgotten as well) and the turns whose memories the user deleted (an extraction
+    that read them before the delete writes nothing of them). Both expire
+    ``FORGET_LOG_TTL_S`` after the user's last add."""
 
     def add(self, scope: Scope, request: ForgetRequest) -> None:
         """Keep ``request`` (again: the one with the same ``key`` is replaced); the oldest go
@@ -297,9 +301,23 @@ class ForgetLog(Protocol):
         """Drop these requests; how many went."""
         ...
 
-    def delete_user(self, scope: Scope) -> int:
-        """Drop the user's log; how many keys went."""
+    def add_deleted_turns(self, scope: Scope, session_id: str, turn_ids: Iterable[str]
+                          ) -> None:
+        """Keep that these turns of the session were deleted (ids only, no words)."""
         ...
+
+    def deleted_turns(self, scope: Scope) -> set[str]:
+        """The user's deleted turns, each as ``deleted_turn(session_id, turn_id)``."""
+        ...
+
+    def delete_user(self, scope: Scope) -> int:
+        """Drop the user's log and deleted turns; how many keys went."""
+        ...
+
+
+def deleted_turn(session_id: str, turn_id: str) -> str:
+    """A deleted turn as ``ForgetLog.deleted_turns`` names it (a session id holds no ``:``)."""
+    return f"{session_id}:{turn_id}"
 
 
 class AppendOnlyFile(Protocol):

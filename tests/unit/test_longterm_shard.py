@@ -259,3 +259,36 @@ def test_a_delete_takes_only_the_forgets_that_hold_its_words(
     fact = next(m for m in shard.longterm.list_items(U, MemoryKind.FACT) if m.value == "NY")
     shard.delete_memory(U, fact.id)
     assert [r.target for r in redis_store.forgets.recent(U)] == ["company"]  # not "NY"
+
+
+def test_a_delete_wins_over_an_extraction_that_read_the_turn_before_it(
+        shard: SessionShardService, redis_store: RedisStore,
+        vectors: InMemoryVectorStore) -> None:
+    shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
+    shard.append_turn(U, "s1", "user", "We planned the Lisbon trip with Ana.")
+    shard.close(U, "s1")
+    fact = shard.longterm.list_items(U, MemoryKind.FACT)[0]
+    summaries = []
+
+    class DeleteWhileExtracting(RuleExtractor):
+        """The user deletes the fact while the job, having read its turns, extracts."""
+
+        def extract(self, turns):  # type: ignore[no-untyped-def]
+            found = super().extract(turns)
+            shard.delete_memory(U, fact.id)
+            return found
+
+    def write(scope: Scope, candidates: list[Candidate]):  # type: ignore[no-untyped-def]
+        summaries.append(summary := shard.write_longterm(scope, candidates))
+        return summary
+
+    ExtractionWorker(redis_store.queues, redis_store.sessions, DeleteWhileExtracting(),
+                     write, "w").run_once()
+    assert summaries and summaries[0].deleted >= 1  # the turn's episode and its exchange
+    texts = [m.text for kind in (MemoryKind.FACT, MemoryKind.EPISODE)
+             for m in shard.longterm.list_items(U, kind)]
+    assert not any("Bluefin" in t for t in texts)
+    assert any("Lisbon" in t and "Bluefin" not in t for t in texts)  # the other turn stays
+    assert redis_store.forgets.deleted_turns(U) == {"s1:s1:1"}
+    shard.delete_user(U)
+    assert redis_store.forgets.deleted_turns(U) == set()

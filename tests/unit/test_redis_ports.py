@@ -19,7 +19,12 @@ from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, parse_scope_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_memory import InMemoryRedis
-from strata.stores.redis_ports import FORGET_LOG_MAX, FORGET_LOG_TTL_S, ForgetRequest
+from strata.stores.redis_ports import (
+    FORGET_LOG_MAX,
+    FORGET_LOG_TTL_S,
+    ForgetRequest,
+    deleted_turn,
+)
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ALICE = Scope(tenant="acme", user="alice")
@@ -278,6 +283,18 @@ def test_follow_up_state(store: Store) -> None:
     assert fu.state(ALICE, S1) == ({}, {}, 0)
 
 
+def test_forget_log_keeps_deleted_turns_by_id(store: Store) -> None:
+    log = store.forgets
+    log.add_deleted_turns(ALICE, "s1", ["s1:2", "t9"])
+    log.add_deleted_turns(ALICE, "s1", ["s1:2"])  # again: still one
+    log.add_deleted_turns(ALICE, "s2", [])
+    assert log.deleted_turns(ALICE) == {deleted_turn("s1", "s1:2"), deleted_turn("s1", "t9")}
+    assert deleted_turn("s1", "t9") == "s1:t9" and log.deleted_turns(BOB) == set()
+    log.add(ALICE, ForgetRequest(turn_id="t1", at=datetime(2026, 1, 1), target="x"))
+    assert log.delete_user(ALICE) == 2  # the requests and the deleted turns
+    assert log.deleted_turns(ALICE) == set() and log.recent(ALICE) == []
+
+
 def test_forget_log_keeps_each_request_once_oldest_first_and_capped(store: Store) -> None:
     log = store.forgets
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -354,14 +371,16 @@ def test_the_key_layout_is_what_existing_data_is_stored_under(redis_store: Redis
     redis_store.followups.outcome(ALICE, "trip", "plan", "used", 9.0)
     redis_store.forgets.add(ALICE, ForgetRequest(turn_id="t1", at=datetime.now(timezone.utc),
                                                  target="the trip"))
+    redis_store.forgets.add_deleted_turns(ALICE, "s1", ["s1:1"])
     prefix = redis_store.connection.prefix
     assert {k[len(prefix):] for k in redis_store.keys("*")} == {
         "wal:acme:alice:s1", "turns:acme:alice:s1", "wm:acme:alice:s1", "active:3",
         "archived", "q:ltm:low", "q:ltm:high", "audit:acme:alice", "recall-log", "users",
         "fu:acme:alice:quiet", "fu:acme:alice:outcomes", "fu:acme:alice:s1:count",
-        "forgets:acme:alice"}
-    ttl = redis_store.connection.client.ttl(redis_store.connection.key("forgets:acme:alice"))
-    assert FORGET_LOG_TTL_S - 60 < ttl <= FORGET_LOG_TTL_S
+        "forgets:acme:alice", "deleted:acme:alice"}
+    for key in ("forgets:acme:alice", "deleted:acme:alice"):
+        ttl = redis_store.connection.client.ttl(redis_store.connection.key(key))
+        assert FORGET_LOG_TTL_S - 60 < ttl <= FORGET_LOG_TTL_S
 
 
 def test_archive_sets_a_ttl_on_the_session_keys(redis_store: RedisStore) -> None:

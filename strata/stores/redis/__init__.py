@@ -10,7 +10,7 @@ connection, bundled as ``RedisStore``. Key names: ``strata.stores.keys``.
     .recalls    RecallLog       recalled memory ids per user
     .users      UserRegistry    users with long-term memory
     .followups  FollowUpState   proactive follow-ups' quiet times and outcomes
-    .forgets    ForgetLog       the user's recent forget requests
+    .forgets    ForgetLog       the user's recent forget requests and deleted turns
     .aof        AppendOnlyFile  the AOF rewrite that purges deleted values from disk
 """
 

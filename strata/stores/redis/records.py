@@ -4,7 +4,7 @@ file's rewrite."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import redis
 
@@ -18,6 +18,7 @@ from strata.stores.redis_ports import (
     RECALL_LOG_MAXLEN,
     ForgetRequest,
     check_content_free,
+    deleted_turn,
 )
 
 __all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisForgetLog",
@@ -171,9 +172,27 @@ class RedisForgetLog:
             return int(self._r.hdel(self._conn.key(keys.forgets(scope)),
                                     *{r.key for r in requests}))
 
+    def add_deleted_turns(self, scope: Scope, session_id: str, turn_ids: Iterable[str]
+                          ) -> None:
+        members = [deleted_turn(session_id, t) for t in turn_ids]
+        if not members:
+            return
+        key = self._conn.key(keys.deleted_turns(scope))
+        with redis_errors("deleted turns"):
+            pipe = self._r.pipeline()
+            pipe.sadd(key, *members)
+            pipe.expire(key, FORGET_LOG_TTL_S)
+            pipe.execute()
+
+    def deleted_turns(self, scope: Scope) -> set[str]:
+        with redis_errors("deleted turns read"):
+            return {m.decode() if isinstance(m, bytes) else m
+                    for m in self._r.smembers(self._conn.key(keys.deleted_turns(scope)))}
+
     def delete_user(self, scope: Scope) -> int:
         with redis_errors("delete forget log"):
-            return int(self._r.delete(self._conn.key(keys.forgets(scope))))
+            return int(self._r.delete(self._conn.key(keys.forgets(scope)),
+                                      self._conn.key(keys.deleted_turns(scope))))
 
 
 class RedisAppendOnlyFile:

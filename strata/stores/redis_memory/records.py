@@ -4,7 +4,7 @@ that is off."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from strata.models import Scope
 from strata.stores import keys
@@ -16,6 +16,7 @@ from strata.stores.redis_ports import (
     RECALL_LOG_MAXLEN,
     ForgetRequest,
     check_content_free,
+    deleted_turn,
 )
 
 __all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryForgetLog",
@@ -150,9 +151,22 @@ class MemoryForgetLog:
             kept = self._ks.get(keys.forgets(scope), Hash) or Hash()
             return len([k for k in {r.key for r in requests} if kept.pop(k, None) is not None])
 
+    def add_deleted_turns(self, scope: Scope, session_id: str, turn_ids: Iterable[str]
+                          ) -> None:
+        members = {deleted_turn(session_id, t) for t in turn_ids}
+        if not members:
+            return
+        with self._ks.lock:
+            self._ks.ensure(keys.deleted_turns(scope), set).update(members)
+            self._ks.expire(keys.deleted_turns(scope), FORGET_LOG_TTL_S)
+
+    def deleted_turns(self, scope: Scope) -> set[str]:
+        with self._ks.lock:
+            return set(self._ks.get(keys.deleted_turns(scope), set) or ())
+
     def delete_user(self, scope: Scope) -> int:
         with self._ks.lock:
-            return self._ks.delete(keys.forgets(scope))
+            return self._ks.delete(keys.forgets(scope), keys.deleted_turns(scope))
 
 
 class MemoryAppendOnlyFile:
