@@ -9,10 +9,19 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from strata.models import MemoryItem, MemoryKind, Provenance, Role, Source, Turn, Visibility
+from strata.models import (
+    MemoryItem,
+    MemoryKind,
+    Provenance,
+    Role,
+    Source,
+    Turn,
+    Visibility,
+    as_utc,
+)
 
 __all__ = ["PERSONAL_KEYS", "Candidate", "Extractor", "Intent", "attribute", "attributed",
-           "attribution"]
+           "attribution", "said_at_metadata"]
 
 # facts about the person, whatever project they were said in: never tied to a context
 PERSONAL_KEYS = ("identity.", "location.", "constraint.")
@@ -58,6 +67,12 @@ class Extractor(Protocol):
     """Turns → candidates. Never raises on odd input; returns what it could find."""
 
     def extract(self, turns: Sequence[Turn]) -> list[Candidate]: ...
+
+
+def said_at_metadata(cand: Candidate) -> dict[str, str]:
+    """What a memory keeps of when its words were said (``metadata.said_at``): a forget
+    retried later forgets only what was said before it (``forget_match.said_earlier``)."""
+    return {"said_at": as_utc(cand.said_at).isoformat()} if cand.said_at else {}
 
 
 def attribute(candidates: Sequence[Candidate], turns: Sequence[Turn]) -> list[Candidate]:

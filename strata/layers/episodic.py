@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from strata.extract.base import Candidate, attribution
+from strata.extract.base import Candidate, attribution, said_at_metadata
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.terms import has_cjk, overlap
 from strata.layers.records import from_record, memory_id, to_record
@@ -83,7 +83,8 @@ class EpisodeStore:
                           confidence=candidate.confidence, source=candidate.source,
                           scope_tags=candidate.scope_tags, provenance=candidate.provenance,
                           created_at=now, updated_at=now, event_time=when,
-                          metadata={**candidate.metadata, **metadata},
+                          metadata={**candidate.metadata, **said_at_metadata(candidate),
+                                    **metadata},
                           **attribution(candidate))
         self._vectors.upsert(Collection.EPISODES, scope,
                              [to_record(item, vector, self._embedder.model_id)])
@@ -131,6 +132,9 @@ class EpisodeStore:
         if new_id in meta.get("merged_ids", []):
             return item
         meta["count"] = int(meta.get("count", 1)) + 1
+        said = said_at_metadata(candidate).get("said_at")
+        if said and "said_at" in meta:  # said again: the latest time
+            meta["said_at"] = max(meta["said_at"], said)
         meta["sentiments"] = [*meta.get("sentiments", []), candidate.sentiment][-20:]
         meta["merged_ids"] = [*meta.get("merged_ids", []), new_id]
         first, last = meta["sentiments"][0], meta["sentiments"][-1]

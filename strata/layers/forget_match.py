@@ -4,13 +4,14 @@ stored memories, and ``LongTermMemory.unforgotten`` to candidates not written ye
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from strata.extract.base import Candidate
 from strata.extract.terms import coverage, has_cjk
-from strata.models import as_utc, is_visible
+from strata.models import Provenance, as_utc, is_visible
 from strata.stores.redis_ports import ForgetRequest
 
-__all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before"]
+__all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before", "said_earlier"]
 
 FORGET_SIMILARITY = 0.55
 FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
@@ -32,19 +33,20 @@ def _turn_number(turn_id: str, session: str | None) -> int | None:
     return int(n) if session and prefix == session and n.isdigit() else None
 
 
-def _earlier(cand: Candidate, request: ForgetRequest) -> bool:
-    """Whether ``cand`` was said before ``request``. At the same time (a client that stamps a
-    session's turns alike), the server's turn numbers decide when both are of one session;
-    otherwise it counts as earlier (what may have been said before a forget is forgotten).
-    Never what the forget turn alone says ("forget my old address, the new one is …"); an
-    exchange of it and the turn before it holds that turn's words."""
-    others = [t for t in cand.provenance.turn_ids if t != request.turn_id]
-    if cand.said_at is None or not others:
+def said_earlier(provenance: Provenance, said_at: datetime, request: ForgetRequest) -> bool:
+    """Whether what ``provenance``'s turns said (the latest at ``said_at``) was said before
+    ``request``. At the same time (a client that stamps a session's turns alike), the
+    server's turn numbers decide when both are of one session; otherwise it counts as
+    earlier (what may have been said before a forget is forgotten). Never what the forget
+    turn alone says ("forget my old address, the new one is …"); an exchange of it and the
+    turn before it holds that turn's words."""
+    others = [t for t in provenance.turn_ids if t != request.turn_id]
+    if not others:
         return False
-    said, asked = as_utc(cand.said_at), as_utc(request.at)
+    said, asked = as_utc(said_at), as_utc(request.at)
     if said != asked:
         return said < asked
-    session = cand.provenance.session_id
+    session = provenance.session_id
     mine = [_turn_number(t, session) for t in others]
     theirs = _turn_number(request.turn_id, session)
     if theirs is None or None in mine:
@@ -55,7 +57,7 @@ def _earlier(cand: Candidate, request: ForgetRequest) -> bool:
 def said_before(cand: Candidate, request: ForgetRequest) -> bool:
     """Whether ``request`` may forget ``cand``: said after it, by the same person (when the
     conversation names its speakers), to an agent that sees it."""
-    if not _earlier(cand, request):
+    if cand.said_at is None or not said_earlier(cand.provenance, cand.said_at, request):
         return False
     if request.speaker and cand.speaker and cand.speaker != request.speaker:
         return False

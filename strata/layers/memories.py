@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,7 +20,7 @@ from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
-from strata.layers.forget_match import names, said_before
+from strata.layers.forget_match import names, said_before, said_earlier
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
@@ -35,6 +36,7 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    StoredRecord,
     check_id,
     is_visible,
     utcnow,
@@ -322,10 +324,13 @@ class LongTermMemory:
         return sum(self.vectors.delete_scope(layer.collection, scope) for layer in LONG_TERM)
 
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
-                        speaker: str | None = None) -> list[str]:
+                        speaker: str | None = None, before: ForgetRequest | None = None
+                        ) -> list[str]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target get
         weight 0 at once (``forget_match.names``). Said by one person of a multi-party conversation
-        (``speaker``), it forgets what that person said, not another's."""
+        (``speaker``), it forgets what that person said, not another's. Applied later than
+        its turn (``before``: the request, retried), it forgets only what was said before it
+        (``metadata.said_at``; a memory that does not say when counts as earlier)."""
         vector = self.embedder.encode([target])[0].tolist()
         forgotten = []
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
@@ -338,6 +343,8 @@ class LongTermMemory:
                 words = [hit.record.text, hit.record.payload.get("key"),
                          hit.record.payload.get("value")]
                 if not names(target, words, hit.parts.get("dense", 0.0)):
+                    continue
+                if before is not None and not _said_before(hit.record, before):
                     continue
                 item = from_record(hit.record).model_copy(update={"weight": 0.0,
                                                                   "updated_at": utcnow()})
@@ -381,3 +388,12 @@ class LongTermMemory:
             self.vectors.upsert(collection, scope, updated)
             done += len(updated)
         return done
+
+
+def _said_before(record: StoredRecord, request: ForgetRequest) -> bool:
+    """Whether a stored memory was said before ``request`` (when it does not say: yes)."""
+    said = (record.payload.get("metadata") or {}).get("said_at")
+    if not said:
+        return True
+    provenance = Provenance.model_validate(record.payload.get("provenance") or {})
+    return said_earlier(provenance, datetime.fromisoformat(said), request)

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from strata.conflict import Action, ConflictResolver, Decision
 from strata.errors import InvalidInput, NotFound
-from strata.extract.base import Candidate, attribution
+from strata.extract.base import Candidate, attribution, said_at_metadata
 from strata.layers.records import from_record, memory_id, to_record
 from strata.models import (
     Collection,
@@ -95,7 +95,7 @@ class FactStore:
             status=_STATUS_OF[decision.action], scope_tags=sorted(candidate.scope_tags),
             provenance=candidate.provenance, created_at=now, updated_at=now,
             event_time=candidate.event_time, metadata={
-                **candidate.metadata, "mentions": 1,
+                **candidate.metadata, "mentions": 1, **said_at_metadata(candidate),
                 **({"speaker": candidate.speaker} if candidate.speaker else {})},
             **attribution(candidate))
         changed = [item]

@@ -173,11 +173,13 @@ class ShardMemories:
                                at=utcnow().isoformat())
         return result
 
-    def _forget(self, scope: Scope, request: ForgetRequest) -> list[str]:
-        """Apply a forget request to what is stored, then keep it in the forget log (a
-        failure in between leaves the queued job to do both again)."""
+    def _forget(self, scope: Scope, request: ForgetRequest, late: bool = False) -> list[str]:
+        """Apply a forget request to what is stored (``late``: after its turn, to what was
+        said before it only), then keep it in the forget log (a failure in between leaves the
+        queued job to do both again)."""
         forgotten = self.longterm.forget_matching(scope, request.target, viewer=request.viewer,
-                                                  speaker=request.speaker)
+                                                  speaker=request.speaker,
+                                                  before=request if late else None)
         self._forgets.add(scope, request)
         return forgotten
 
@@ -210,7 +212,7 @@ class ShardMemories:
                     self._forgets.add(scope, request)
                 else:  # its turn's attempt failed: now, with what is stored now
                     applied.add(request.turn_id)
-                    forgotten += len(self._forget(scope, request))
+                    forgotten += len(self._forget(scope, request, late=True))
             kept, left_out = self.longterm.unforgotten(candidates, requests)
             summary = self.longterm.writer.write(scope, kept)
             summary.forgotten += forgotten + left_out

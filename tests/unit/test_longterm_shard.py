@@ -11,7 +11,15 @@ from strata.extract.worker import ExtractionWorker
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, MemoryKind, Provenance, RecallRequest, Scope, utcnow
+from strata.models import (
+    Collection,
+    MemoryKind,
+    MemoryStatus,
+    Provenance,
+    RecallRequest,
+    Scope,
+    utcnow,
+)
 from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
@@ -292,3 +300,29 @@ def test_a_delete_wins_over_an_extraction_that_read_the_turn_before_it(
     assert redis_store.forgets.deleted_turns(U) == {"s1:s1:1"}
     shard.delete_user(U)
     assert redis_store.forgets.deleted_turns(U) == set()
+
+
+def test_a_forget_retried_later_spares_what_was_said_after_it(
+        shard: SessionShardService, redis_store: RedisStore,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shard.append_turn(U, "s1", "user", "Remember that my codename is Falcon.")
+    shard.close(U, "s1")
+    extract(shard, redis_store)  # its episode
+    assert any("Falcon" in e.text for e in shard.longterm.list_items(U, MemoryKind.EPISODE))
+
+    def down(*args: object, **kwargs: object) -> list[str]:
+        raise BackendUnavailable("the vector store is down")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(shard.longterm, "forget_matching", down)
+        assert shard.append_turn(U, "s2", "user", "Forget my codename.").intents.deferred
+    # said after the forget, before its queued job runs
+    assert shard.append_turn(U, "s3", "user", "Remember that my codename is Bluefin."
+                             ).intents.remembered
+    extract(shard, redis_store, QUEUE_HIGH)
+    facts = {m.value: m for m in shard.longterm.list_items(U, MemoryKind.FACT)}
+    assert facts["Bluefin"].weight == 1.0 and facts["Bluefin"].status is MemoryStatus.ACTIVE
+    episodes = shard.longterm.list_items(U, MemoryKind.EPISODE)
+    assert [e.weight for e in episodes if "Falcon" in e.text] == [0.0]  # said before it
+    said = [m.metadata.get("said_at") for m in shard.longterm.list_items(U, MemoryKind.FACT)]
+    assert all(said)  # what a later forget compares with
