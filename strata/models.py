@@ -262,6 +262,9 @@ class RecordFilter(BaseModel):
     ids: list[str] | None = None
     created_after: float | None = None
     created_before: float | None = None
+    # when it happened (``payload.event_time``, ISO) from this ISO day on, before this one
+    event_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    event_before: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     # keys are payload paths: "key", or "metadata.type" for a nested field
     payload_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)
     payload_not_equals: dict[str, str | int | float | bool] = Field(default_factory=dict)

@@ -55,6 +55,10 @@ class RecallRecipe(BaseModel):
     # leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
     time_boost: float = Field(default=0.4, ge=0.0)
     time_mentions: bool = True
+    # a query that names a date also searches the turns said then, this many per date
+    # (strata.recall.service): the time boost can only lift a turn that is a candidate;
+    # chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
+    period_candidates: int = Field(default=30, ge=0)
     # a turn that holds the kind of answer the query asks for (a number, a time, a place, a
     # name, a person; strata.recall.answer_types); chosen by leave-one-conversation-out on
     # LoCoMo dev (docs/benchmarks.md)

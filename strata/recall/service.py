@@ -42,6 +42,7 @@ from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
 from strata.recall.scoring import ScoredItem, score_hits
+from strata.recall.timeframe import mentioned_periods
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
@@ -106,9 +107,11 @@ class RecallService:
         flt = RecordFilter(statuses=statuses,
                            visible_to=None if knowledge else request.agent or "")
         if layer is Layer.EPISODES:
-            turns = self._search_collection(
-                collection, target, request.query, vector, recipe,
-                flt.model_copy(update={"payload_not_equals": {"metadata.type": EXCHANGE}}))
+            only_turns = flt.model_copy(update={"payload_not_equals": {"metadata.type": EXCHANGE}})
+            turns = self._search_collection(collection, target, request.query, vector, recipe,
+                                            only_turns)
+            turns += self._said_then(collection, target, request.query, vector, recipe,
+                                     only_turns, {h.record.id for h in turns})
             if recipe.exchange_weight <= 0:
                 return turns
             exchanges = self._search_collection(
@@ -130,6 +133,29 @@ class RecallService:
             hits = [h.model_copy(update={"parts": {**h.parts, "dense": 1.0}})
                     if _keyword_match(h.record, request.query) else h for h in hits] + extra
         return hits
+
+    def _said_then(self, collection: Collection, target: Scope, query: str,
+                   vector: list[float], recipe: RecallRecipe, flt: RecordFilter,
+                   found: set[str]) -> list[SearchHit]:
+        """The best ``period_candidates`` turns said on each date the query names ("on 9
+        November, 2022", "in May 2023"; ``strata.recall.timeframe``) that the search did not
+        find: a turn of that day that shares no words with the question can still be its
+        answer ("What dish did Nate make on 9 November?" → "I tried out some cooking")."""
+        if recipe.period_candidates <= 0 or recipe.time_boost <= 0:
+            return []
+        out: list[SearchHit] = []
+        for period in mentioned_periods(query):
+            span = period.span()
+            if span is None:
+                continue
+            within = flt.model_copy(update={"event_from": span[0].isoformat(),
+                                            "event_before": span[1].isoformat()})
+            for hit in self._vectors.search_hybrid(collection, target, vector, query,
+                                                   recipe.period_candidates, within):
+                if hit.record.id not in found:
+                    found.add(hit.record.id)
+                    out.append(hit)
+        return out
 
     def _search_collection(self, collection: Collection, target: Scope, query: str,
                            vector: list[float], recipe: RecallRecipe,

@@ -38,6 +38,23 @@ class Period:
             return False
         return self.year is None or when.year == self.year
 
+    def span(self) -> tuple[date, date] | None:
+        """The days it covers, as (first, the day after the last): a day with its neighbours
+        (as ``contains``), a month of a year, a year; None for a month of any year."""
+        if self.year is None:
+            return None
+        if self.month is None:
+            return date(self.year, 1, 1), date(self.year + 1, 1, 1)
+        if self.day is None:
+            after = (date(self.year + 1, 1, 1) if self.month == 12
+                     else date(self.year, self.month + 1, 1))
+            return date(self.year, self.month, 1), after
+        try:
+            day = date(self.year, self.month, self.day)
+        except ValueError:
+            return None
+        return day - timedelta(days=1), day + timedelta(days=2)
+
     def overlaps(self, first: date, last: date) -> bool:
         """Whether a span of days from ``first`` to ``last`` no longer than the period falls
         in it (a day: or its neighbours, as in ``contains``): "last week" is in June, "last

@@ -33,6 +33,9 @@ __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable"]
 # LoCoMo turns as episodes against 16.4 KB counted without it (bench/hot_index_memory.py);
 # vectors, token vectors and text are counted exactly.
 RECORD_OVERHEAD_BYTES = 5000
+# the filter masks kept between writes: a handful of fixed filters, plus those of the dates
+# queries name (strata.recall.service's search of the turns said then)
+MAX_MASKS = 64
 
 
 class HotTable:
@@ -199,6 +202,8 @@ class HotTable:
         if cached is None:
             cached = np.fromiter((r is not None and matches(r, flt) for r in self._records),
                                  dtype=bool, count=n)
+            if len(self._masks) >= MAX_MASKS:  # filters that vary (a query's dates): bounded
+                self._masks.clear()
             self._masks[key] = cached
         return cached
 

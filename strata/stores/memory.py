@@ -38,6 +38,11 @@ def matches(record: StoredRecord, flt: RecordFilter | None) -> bool:
         return False
     if flt.visible_to is not None and not is_visible(record.payload, flt.visible_to):
         return False
+    if flt.event_from is not None or flt.event_before is not None:
+        when = record.payload.get("event_time")  # ISO text: compared as text, as in Milvus
+        if not isinstance(when, str) or (flt.event_from is not None and when < flt.event_from) \
+                or (flt.event_before is not None and when >= flt.event_before):
+            return False
     return (all(_path(record.payload, k) == v for k, v in flt.payload_equals.items())
             and all(_path(record.payload, k) != v for k, v in flt.payload_not_equals.items()))
 

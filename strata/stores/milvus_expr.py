@@ -35,6 +35,10 @@ def filter_expr(scope: Scope, flt: RecordFilter | None) -> str:
             parts.append(f"created_at >= {num(flt.created_after)}")
         if flt.created_before is not None:
             parts.append(f"created_at <= {num(flt.created_before)}")
+        if flt.event_from is not None:
+            parts.append(f'payload["event_time"] >= {lit(flt.event_from)}')
+        if flt.event_before is not None:
+            parts.append(f'payload["event_time"] < {lit(flt.event_before)}')
         for op, items in (("==", flt.payload_equals), ("!=", flt.payload_not_equals)):
             for key, value in items.items():
                 rhs = lit(value) if isinstance(value, str) else num(value)

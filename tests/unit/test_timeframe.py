@@ -6,10 +6,15 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from strata.models import SearchHit, StoredRecord
+from strata.models import Collection, Layer, RecallRequest, Scope, SearchHit, StoredRecord
 from strata.recall.granularity import fuse_granularities
-from strata.recall.recipes import RECIPES
+from strata.recall.recipes import RECIPES, RecallRecipe
+from strata.recall.service import RecallService
 from strata.recall.timeframe import Period, mentioned_periods
+from strata.stores.embedders import HashEmbedder
+from strata.stores.memory import InMemoryVectorStore
+
+EMB = HashEmbedder(64)
 
 
 @pytest.mark.parametrize(("query", "periods"), [
@@ -34,6 +39,13 @@ def test_a_day_matches_its_neighbours_and_a_month_any_year() -> None:
     assert Period(2023, 10, 13).contains(at) and not Period(2023, 10, 11).contains(at)
     assert Period(None, 10).contains(at) and not Period(2022, 10).contains(at)
     assert not Period(2023, 2, 31).contains(at)
+
+
+def test_a_period_spans_its_days() -> None:
+    assert Period(2022, 11, 9).span() == (date(2022, 11, 8), date(2022, 11, 11))  # ± a day
+    assert Period(2022, 12).span() == (date(2022, 12, 1), date(2023, 1, 1))
+    assert Period(2023).span() == (date(2023, 1, 1), date(2024, 1, 1))
+    assert Period(None, 6).span() is None and Period(2023, 2, 31).span() is None
 
 
 def turn(rid: str, text: str, when: str) -> SearchHit:
@@ -80,3 +92,30 @@ def test_a_turn_speaking_of_the_named_month_comes_first_with_time_mentions() -> 
     said_only = RECIPES["hybrid"].model_copy(update={"time_mentions": False})
     assert all("time" not in h.parts for h in fuse_granularities(hits, [], lambda ids: [],
                                                                   query, said_only))
+
+
+def test_a_turn_said_on_the_named_day_is_found_though_it_shares_no_words() -> None:
+    store = InMemoryVectorStore()
+    store.ensure_collections(EMB.dim)
+    user = Scope(tenant="t", user="nate")
+    said = [("2022-11-02T10:00:00Z", f"What dish should I make? Nate's dish number {i}")
+            for i in range(12)]
+    said.append(("2022-11-09T10:00:00Z", "Wild week! Tried out some cooking instead."))
+    records = [StoredRecord(
+        id=f"e{i}", text=text, vector=EMB.encode([text])[0].tolist(), created_at=1.0,
+        updated_at=1.0, payload={"kind": "episode", "event_time": when,
+                                 "provenance": {"session_id": f"s{i}", "turn_ids": [f"s{i}:1"]}})
+        for i, (when, text) in enumerate(said)]
+    store.upsert(Collection.EPISODES, user, records)
+    query = "What dish did Nate make on 9 November, 2022?"
+    narrow = RECIPES["hybrid"].model_copy(update={"candidates_per_layer": 5})
+    request = RecallRequest(user_id="nate", query=query, layers=[Layer.EPISODES])
+    vector = EMB.encode([query])[0].tolist()
+
+    def found(recipe: RecallRecipe) -> list[str]:
+        service = RecallService(store, recipe, parallelism=1)
+        return [i.text for i in service.recall(user, request, vector).items]
+
+    assert any("cooking" in t for t in found(narrow))
+    assert not any("cooking" in t for t in found(narrow.model_copy(
+        update={"period_candidates": 0})))

@@ -100,6 +100,25 @@ def test_filters(store: VectorStore) -> None:
     assert [r.id for r in keyed] == ["2"]
 
 
+def test_event_time_filter(store: VectorStore) -> None:
+    store.upsert(FACTS, A, [
+        rec("m1", "cooked on the ninth", event_time="2022-11-09T13:40:00Z"),
+        rec("m2", "cooked on the tenth", event_time="2022-11-10T00:00:00+00:00"),
+        rec("m3", "cooked in October", event_time="2022-10-31T23:59:00Z"),
+        rec("m4", "cooked at no known time")])
+    november = RecordFilter(event_from="2022-11-01", event_before="2022-11-10")
+    assert {r.id for r in store.query(FACTS, A, november)} == {"m1"}
+    assert {r.id for r in store.query(FACTS, A, RecordFilter(event_from="2022-11-01"))} == {
+        "m1", "m2"}
+    assert {r.id for r in store.query(FACTS, A, RecordFilter(event_before="2022-11-01"))} == {
+        "m3"}
+    vec = EMB.encode(["cooked"])[0].tolist()
+    assert {h.record.id for h in store.search_hybrid(FACTS, A, vec, "cooked", 10,
+                                                     november)} == {"m1"}
+    with pytest.raises(ValueError):
+        RecordFilter(event_from="9 November")  # a day, as ISO: nothing else reaches Milvus
+
+
 def test_searches_never_cross_scopes(store: VectorStore) -> None:
     seed(store)
     vec = EMB.encode(["peanuts"])[0].tolist()
