@@ -8,10 +8,11 @@ from datetime import datetime
 
 from strata.extract.base import Candidate
 from strata.extract.terms import coverage, has_cjk
-from strata.models import Provenance, as_utc, is_visible
+from strata.models import Provenance, StoredRecord, as_utc, is_visible
 from strata.stores.redis_ports import ForgetRequest
 
-__all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before", "said_earlier"]
+__all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before", "said_earlier",
+           "stored_before"]
 
 FORGET_SIMILARITY = 0.55
 FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
@@ -63,3 +64,13 @@ def said_before(cand: Candidate, request: ForgetRequest) -> bool:
         return False
     return is_visible({"agent": cand.agent, "visibility": cand.visibility,
                        "shared_with": cand.shared_with}, request.viewer)
+
+
+def stored_before(record: StoredRecord, request: ForgetRequest) -> bool:
+    """Whether a stored memory was said before ``request`` (``said_earlier`` on its
+    ``metadata.said_at``; one written before memories kept it counts as earlier)."""
+    said = (record.payload.get("metadata") or {}).get("said_at")
+    if not said:
+        return True
+    provenance = Provenance.model_validate(record.payload.get("provenance") or {})
+    return said_earlier(provenance, datetime.fromisoformat(said), request)

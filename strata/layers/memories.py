@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,7 +19,7 @@ from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
-from strata.layers.forget_match import names, said_before, said_earlier
+from strata.layers.forget_match import names, said_before, stored_before
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
@@ -36,7 +35,6 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
-    StoredRecord,
     check_id,
     is_visible,
     utcnow,
@@ -344,7 +342,7 @@ class LongTermMemory:
                          hit.record.payload.get("value")]
                 if not names(target, words, hit.parts.get("dense", 0.0)):
                     continue
-                if before is not None and not _said_before(hit.record, before):
+                if before is not None and not stored_before(hit.record, before):
                     continue
                 item = from_record(hit.record).model_copy(update={"weight": 0.0,
                                                                   "updated_at": utcnow()})
@@ -388,12 +386,3 @@ class LongTermMemory:
             self.vectors.upsert(collection, scope, updated)
             done += len(updated)
         return done
-
-
-def _said_before(record: StoredRecord, request: ForgetRequest) -> bool:
-    """Whether a stored memory was said before ``request`` (when it does not say: yes)."""
-    said = (record.payload.get("metadata") or {}).get("said_at")
-    if not said:
-        return True
-    provenance = Provenance.model_validate(record.payload.get("provenance") or {})
-    return said_earlier(provenance, datetime.fromisoformat(said), request)

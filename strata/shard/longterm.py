@@ -37,7 +37,7 @@ from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
 from strata.portability import ImportCounts
 from strata.shard.models import IntentResult
 from strata.stores.hot import HotIndexStore
-from strata.stores.keys import QUEUE_HIGH
+from strata.stores.keys import QUEUE_HIGH, deleted_turn
 from strata.stores.ports import Purging, StatusWriter
 from strata.stores.redis_ports import (
     AppendOnlyFile,
@@ -46,7 +46,6 @@ from strata.stores.redis_ports import (
     ForgetRequest,
     UserRegistry,
     WriteQueues,
-    deleted_turn,
 )
 
 __all__ = ["EXPLICIT_MIN_CONFIDENCE", "HIGH_GROUP", "LazyLongTerm", "ShardMemories"]

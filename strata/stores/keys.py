@@ -40,6 +40,7 @@ __all__ = [
     "SessionRef",
     "active",
     "audit",
+    "deleted_turn",
     "deleted_turns",
     "followup_count",
     "followup_outcomes",
@@ -145,6 +146,12 @@ def followup_outcomes(scope: Scope) -> str:
 
 def followup_count(ref: SessionRef) -> str:
     return f"fu:{ref.key}:count"
+
+
+def deleted_turn(session_id: str, turn_id: str) -> str:
+    """A member of the ``deleted:{scope}`` set: ``<session>:<turn>`` (a session id holds no
+    ``:``, so the turn id may)."""
+    return f"{session_id}:{turn_id}"
 
 
 def outcome_field(kind: str, outcome: str) -> str:

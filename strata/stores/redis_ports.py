@@ -40,7 +40,6 @@ __all__ = [
     "WalEntry",
     "WriteQueues",
     "check_content_free",
-    "deleted_turn",
 ]
 
 WalEntry = tuple[str, dict[str, Any]]
@@ -307,17 +306,12 @@ class ForgetLog(Protocol):
         ...
 
     def deleted_turns(self, scope: Scope) -> set[str]:
-        """The user's deleted turns, each as ``deleted_turn(session_id, turn_id)``."""
+        """The user's deleted turns, each as ``keys.deleted_turn(session_id, turn_id)``."""
         ...
 
     def delete_user(self, scope: Scope) -> int:
         """Drop the user's log and deleted turns; how many keys went."""
         ...
-
-
-def deleted_turn(session_id: str, turn_id: str) -> str:
-    """A deleted turn as ``ForgetLog.deleted_turns`` names it (a session id holds no ``:``)."""
-    return f"{session_id}:{turn_id}"
 
 
 class AppendOnlyFile(Protocol):

@@ -16,15 +16,10 @@ import pytest
 
 from strata.errors import InvalidInput, QueueStoreError
 from strata.models import Scope
-from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, parse_scope_key
+from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, deleted_turn, parse_scope_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_memory import InMemoryRedis
-from strata.stores.redis_ports import (
-    FORGET_LOG_MAX,
-    FORGET_LOG_TTL_S,
-    ForgetRequest,
-    deleted_turn,
-)
+from strata.stores.redis_ports import FORGET_LOG_MAX, FORGET_LOG_TTL_S, ForgetRequest
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ALICE = Scope(tenant="acme", user="alice")

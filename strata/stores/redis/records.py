@@ -18,7 +18,6 @@ from strata.stores.redis_ports import (
     RECALL_LOG_MAXLEN,
     ForgetRequest,
     check_content_free,
-    deleted_turn,
 )
 
 __all__ = ["RedisAppendOnlyFile", "RedisAuditLog", "RedisFollowUpState", "RedisForgetLog",
@@ -174,7 +173,7 @@ class RedisForgetLog:
 
     def add_deleted_turns(self, scope: Scope, session_id: str, turn_ids: Iterable[str]
                           ) -> None:
-        members = [deleted_turn(session_id, t) for t in turn_ids]
+        members = [keys.deleted_turn(session_id, t) for t in turn_ids]
         if not members:
             return
         key = self._conn.key(keys.deleted_turns(scope))

@@ -16,7 +16,6 @@ from strata.stores.redis_ports import (
     RECALL_LOG_MAXLEN,
     ForgetRequest,
     check_content_free,
-    deleted_turn,
 )
 
 __all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryForgetLog",
@@ -153,7 +152,7 @@ class MemoryForgetLog:
 
     def add_deleted_turns(self, scope: Scope, session_id: str, turn_ids: Iterable[str]
                           ) -> None:
-        members = {deleted_turn(session_id, t) for t in turn_ids}
+        members = {keys.deleted_turn(session_id, t) for t in turn_ids}
         if not members:
             return
         with self._ks.lock:
