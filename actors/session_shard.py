@@ -91,13 +91,14 @@ class SessionShard(SessionShardService):
                 logger.exception("%s failed on shard %s", task.__name__, self.shard_id)
 
     def serve_recall(self, scope: Scope, request: RecallRequest, embedding: list[Any],
-                     recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
+                     recipe: RecallRecipe = DEFAULT, viewer: str | None = "") -> MemoryAnswer:
         """``recall_memory`` with the query's embedding as a Ray object the caller is still
         computing (``[ref]``: nested, so Ray hands it over unresolved), or ``[]``: the
         shard embeds the query itself."""
         if not embedding:
-            return self.recall_memory(scope, request, None, recipe)
-        return self.recall_memory(scope, request, lambda: ray.get(embedding[0]), recipe)
+            return self.recall_memory(scope, request, None, recipe, viewer)
+        return self.recall_memory(scope, request, lambda: ray.get(embedding[0]), recipe,
+                                  viewer)
 
     def effective_settings(self) -> dict[str, Any]:
         """The settings the running service uses (jobs read the Redis URL from here)."""

@@ -57,7 +57,7 @@ def run(path: Path, tenant: str, settings: Settings, validate: list[ValidationQu
 
     lock = ClusterLock(settings.redis_url, settings.redis_prefix)
     try:  # the lock also keeps imports through the API out meanwhile
-        report = KnowledgeImport(kb, lock).run(
+        report = KnowledgeImport(kb, lock, settings.knowledge_secrets).run(
             tenant, docs, embed_chunks, lambda qs: [v.tolist() for v in probe.encode(qs)],
             validate, planned=_print_plan)
     finally:

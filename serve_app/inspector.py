@@ -20,8 +20,10 @@ from fastapi.responses import FileResponse, RedirectResponse
 from serve_app.routes.base import IngressState
 from serve_app.routes.deps import Caller
 from strata.errors import InvalidInput, NotFound
+from strata.layers.transfer import holds_visible
 from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
+from strata.stores.ports import VectorStore
 from strata.stores.redis_ports import WriteQueues
 
 __all__ = ["UI_DIR", "InspectorRoutes", "queue_report", "router", "tenant_users"]
@@ -49,6 +51,18 @@ def tenant_users(registry: list[Scope], tenant: str, q: str | None = None) -> li
     if q:
         users = [u for u in users if q.lower() in u.lower()]
     return sorted(users)
+
+
+def _visible_users(vectors: VectorStore, tenant: str, users: list[str], viewer: str,
+                   enough: int) -> list[str]:
+    """The first ``enough`` of ``users`` that hold a memory ``viewer`` may see."""
+    seen: list[str] = []
+    for user in users:
+        if holds_visible(vectors, Scope(tenant=tenant, user=user), viewer):
+            seen.append(user)
+            if len(seen) >= enough:
+                break
+    return seen
 
 
 def queue_report(queues: WriteQueues, tenant: str, include_system: bool,
@@ -116,13 +130,19 @@ class InspectorRoutes(IngressState):
     @router.get("/v1/users")
     async def list_users(self, principal: Caller, q: str | None = None,
                          limit: int = 1000) -> dict[str, Any]:
-        """The users of the key's tenant that have long-term memory."""
+        """The users of the key's tenant that have long-term memory the caller may see (an
+        agent's key: a user who holds only another agent's private memories is not listed)."""
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit must be between 1 and 10000")
         if q is not None and len(q) > 128:
             raise InvalidInput("q must be at most 128 characters")
         registry = await asyncio.to_thread(self._redis.users.all)
         users = tenant_users(registry, principal.tenant, q)
+        viewer = principal.viewer()
+        if viewer is not None:
+            vectors = await self._vector_store()
+            users = await asyncio.to_thread(_visible_users, vectors, principal.tenant, users,
+                                            viewer, limit + 1)
         return {"users": users[:limit], "truncated": len(users) > limit}
 
     @router.get("/v1/knowledge/documents")

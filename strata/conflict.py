@@ -11,7 +11,12 @@ Rules (ARCHITECTURE §1, from the seeds):
 - inferred or low-confidence facts wait in the observation area until confirmed twice; a
   plain statement of the same value by the user confirms them at once (``confirmed``);
 - a cold value said again is the current value again (it is reinforced and rewarmed);
-- scope tags separate partial conflicts (Python in general, Java in project X).
+- scope tags separate partial conflicts (Python in general, Java in project X);
+- a value an admin set (``source: admin``) changes only by an admin: another value waits as
+  ``pending`` beside it, whatever its intent.
+
+The versions a decision sees are the writer's lane's (``FactStore.apply``): another agent's
+private fact is never superseded nor confirmed by this one.
 """
 
 from __future__ import annotations
@@ -68,6 +73,10 @@ class ConflictResolver:
         if match is not None:
             return Decision(action=Action.REINFORCE, affected=[match.id],
                             reason="the same value is already current")
+        admins = [v for v in current if v.source is Source.ADMIN]
+        if admins and candidate.source is not Source.ADMIN:
+            return Decision(action=Action.PENDING, affected=[v.id for v in admins],
+                            reason="an admin set this value; only an admin key changes it")
         inferred = candidate.source is Source.INFERRED
         weak = inferred or candidate.confidence < self.override_min_confidence
         if inferred or (weak and candidate.intent is not Intent.REMEMBER):

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from strata.extract.pii import holds_secret
+
 __all__ = [
     "LONG_TERM", "SHARED_USER", "AgentName", "Collection", "ContextName", "Layer", "MemoryItem",
     "MemoryKind", "MemoryStatus", "Provenance", "RecallItem", "RecallRequest", "RecallResponse",
@@ -37,6 +39,14 @@ def as_utc(when: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
 
 
+def _no_secret(kind: str, value: str) -> None:
+    """Ids and names are stored, logged and shown as sent: none may hold a credential or a
+    card or ID number (``strata.extract.pii.find_secrets``)."""
+    if holds_secret(value):
+        raise ValueError(f"{kind} holds what looks like a credential or a card or ID number; "
+                         "ids and names are stored and shown as sent, so they may hold none")
+
+
 def check_id(kind: str, value: str) -> str:
     """An identifier (tenant, user, session, memory): the whole value matches the pattern."""
     if not _ID_RE.fullmatch(value):
@@ -44,6 +54,7 @@ def check_id(kind: str, value: str) -> str:
             f"{kind} must be 1-128 characters of letters, digits and ._@+- "
             f"and start with a letter or digit; got {value!r}"
         )
+    _no_secret(kind, value)
     return value
 
 
@@ -55,6 +66,7 @@ def check_name(kind: str, value: str, max_length: int = 200) -> str:
     if (bad := _UNPRINTABLE.search(value)) is not None:
         raise ValueError(f"{kind} may not contain control characters; got "
                          f"{bad.group()!r} at position {bad.start()}")
+    _no_secret(kind, value)
     return value
 
 

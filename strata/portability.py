@@ -105,6 +105,20 @@ class ParsedExport(BaseModel):
                                    "by user_id)")
         return [line.item() for _, line in self.lines]
 
+    def in_lane_of(self, principal: Principal) -> list[MemoryItem]:
+        """``one_user``'s memories as ``principal`` may write them: an admin's as they are;
+        any other key's attributed to the key's agent (or to none), whatever a line says —
+        private or shared with named agents only when the key has an agent."""
+        items = self.one_user()
+        if principal.role == "admin":
+            return items
+        agent = principal.agent
+        return [item.model_copy(update={
+            "agent": agent,
+            "visibility": item.visibility if agent else "shared",
+            "shared_with": item.shared_with if agent and item.visibility == "agents" else []})
+            for item in items]
+
     def require_may_write(self, principal: Principal) -> None:
         """The create route's rule for every line: an agent key imports no procedure and
         no memory whose source is admin."""

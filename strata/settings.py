@@ -146,6 +146,12 @@ class Settings(BaseSettings):
         "0 turns rebalancing off"))
     max_batch_turns: int = Field(default=500, ge=1, le=10_000,
                                  description="most turns in one batch append")
+    knowledge_secrets: Literal["mask", "refuse"] = Field(default="mask", description=(
+        "a knowledge document that holds a credential or a card or ID number: imported with "
+        "it masked ([REDACTED:<kind>]), or refused whole (the import answers 422)"))
+    metrics_auth: Literal["admin", "none"] = Field(default="admin", description=(
+        "who may read /metrics: an admin key (Prometheus sends it as a bearer token), or "
+        "anyone who reaches the port (only behind a network boundary of your own)"))
 
     @model_validator(mode="after")
     def _known_recipes(self) -> Settings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from actors.remote import named_actor
@@ -60,7 +61,10 @@ class HealthRoutes(IngressState):
                             content={"ready": ready, "checks": status})
 
     @router.get("/metrics")
-    async def metrics_endpoint(self) -> Response:
+    async def metrics_endpoint(self, request: Request) -> Response:
+        """Prometheus text; an admin key's unless ``STRATA_METRICS_AUTH=none``."""
+        if self._settings.metrics_auth == "admin":
+            self.principal(request).require_admin()
         try:
             await asyncio.to_thread(metrics.update_backlog, self._redis.queues)
         except StrataError as exc:

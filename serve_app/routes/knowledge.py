@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from urllib.parse import unquote
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,7 @@ from actors.shared_embedder import embedder_unavailable
 from serve_app.guards import api_router
 from serve_app.routes.base import IngressState
 from serve_app.routes.deps import Caller
+from strata.extract.pii import redact
 from strata.layers.knowledge import (
     DocumentIn,
     ImportReport,
@@ -97,7 +99,8 @@ class KnowledgeRoutes(IngressState):
                                validate: list[ValidationQuestion]) -> ImportReport:
         """The import use case, in this replica (also called through the app handle by
         ``strata serve`` for the demo knowledge)."""
-        use_case = KnowledgeImport(await self._knowledge(), self._cluster_lock)
+        use_case = KnowledgeImport(await self._knowledge(), self._cluster_lock,
+                                   self._settings.knowledge_secrets)
 
         def embed_chunks(chunks: Sequence[PlannedChunk]) -> list[list[float]]:
             return self._encode([c.text for c in chunks])
@@ -122,11 +125,14 @@ class KnowledgeRoutes(IngressState):
 
     @router.get("/v1/knowledge/documents/{doc_id:path}", response_model=DocumentChunks)
     async def get_document(self, doc_id: str, principal: Caller) -> DocumentChunks:
+        """Every chunk version of a document; ``doc_id`` as imported, its ``/`` as such or
+        encoded (``%2F``: a doc id never holds ``%``)."""
+        doc_id = unquote(doc_id)
         kb = await self._knowledge()
         rows = await asyncio.to_thread(kb.document, principal.tenant, doc_id)
         return DocumentChunks(doc_id=doc_id, chunks=[ChunkVersion(
             id=r.id, position=r.payload["position"], version=r.payload["version"],
-            status=r.status, text=r.text, embed_model=r.embed_model,
+            status=r.status, text=redact(r.text), embed_model=r.embed_model,
             content_hash=r.payload["content_hash"]) for r in rows])
 
     @router.post("/v1/knowledge/search", response_model=KnowledgeHits)
@@ -138,4 +144,4 @@ class KnowledgeRoutes(IngressState):
         return KnowledgeHits(results=[KnowledgeHit(
             id=h.record.id, doc_id=h.record.payload.get("doc_id"),
             doc_ids=h.record.payload.get("doc_ids"), version=h.record.payload.get("version"),
-            text=h.record.text, score=round(h.score, 5)) for h in hits])
+            text=redact(h.record.text), score=round(h.score, 5)) for h in hits])

@@ -110,8 +110,9 @@ class PortabilityRoutes(IngressState):
         """An export's lines (one user's) into this user, ids kept; checked whole first."""
         parsed = parse_export(await request.body(), parse=guards.parse_json)
         parsed.require_may_write(principal)
-        items = parsed.one_user()
+        items = parsed.in_lane_of(principal)
         counts: ImportCounts = await resolve(self._shards.for_scope(scope).import_memories
-                                             .remote(scope, items, principal.role == "admin"))
+                                             .remote(scope, items, principal.role == "admin",
+                                                     principal.viewer()))
         return ImportSummary(user_id=user_id, lines=len(items), **counts.model_dump(),
                              embed_model_of_file=parsed.header.embed_model)

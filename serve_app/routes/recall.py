@@ -66,18 +66,19 @@ class RecallRoutes(IngressState):
         recipe = RECIPES[name] if name else DEFAULT
         if name and name != body.recipe:
             body = body.model_copy(update={"recipe": name})
+        viewer = principal.viewer(body.agent)  # the session's turns follow the session's rule
         if recipe.serve_from == "store":
-            response = await self._recall_through_store(scope, body)
+            response = await self._recall_through_store(scope, body, viewer)
         else:
-            response = await self._recall_hot(scope, body, recipe)
+            response = await self._recall_hot(scope, body, recipe, viewer)
         metrics.observe_recall(response.timings_ms, response.degraded)
         # serialised once by pydantic (FastAPI would re-encode a returned model); the
         # reinforcement and the recall log go out after the response is sent
         return Response(content=response.model_dump_json(), media_type="application/json",
                         background=BackgroundTask(self._after_recall, scope, response))
 
-    async def _recall_hot(self, scope: Scope, body: RecallRequest,
-                          recipe: RecallRecipe) -> RecallResponse:
+    async def _recall_hot(self, scope: Scope, body: RecallRequest, recipe: RecallRecipe,
+                          viewer: str | None) -> RecallResponse:
         """The fast path: one call to the user's shard, which answers with the working
         memory and its scored personal candidates from its hot index. The query is embedded
         in the shard (``STRATA_QUERY_EMBEDDING=shard``, the default) or by the Embedder
@@ -88,7 +89,7 @@ class RecallRoutes(IngressState):
         if self._settings.query_embedding == "embedder":
             embedding = await self._embedder.embed_query.remote(body.query)._to_object_ref()
         answer: MemoryAnswer = await resolve(self._shards.for_scope(scope).serve_recall.remote(
-            scope, body, [embedding] if embedding is not None else [], recipe))
+            scope, body, [embedding] if embedding is not None else [], recipe, viewer))
         found = answer.found
         found.timings_ms["shard_call"] = (time.perf_counter() - started) * 1000
         if Layer.KNOWLEDGE in answer.decision.layers:
@@ -115,14 +116,15 @@ class RecallRoutes(IngressState):
         return await asyncio.to_thread(self._kb_recall.search_layers, scope, body,
                                        query.vector, [Layer.KNOWLEDGE], recipe)
 
-    async def _recall_through_store(self, scope: Scope, body: RecallRequest) -> RecallResponse:
+    async def _recall_through_store(self, scope: Scope, body: RecallRequest,
+                                    viewer: str | None) -> RecallResponse:
         """The previous path (recipe "store"): the Recall deployment searches Milvus; when
         it or the stores cannot answer, the working memory alone, marked degraded."""
         working = None
         if body.session_id:
             try:
                 working = await resolve(self._shards.for_scope(scope).view.remote(
-                    scope, body.session_id, body.agent))
+                    scope, body.session_id, viewer))
             except NotFound:
                 working = None
         try:

@@ -12,6 +12,7 @@ from serve_app.routes.base import IngressState, resolve
 from serve_app.routes.deps import AgentParam, Caller
 from strata.auth import scope_for
 from strata.errors import InvalidInput
+from strata.models import AgentName
 from strata.shard.models import CloseAck, TurnAck, TurnIn, WorkingMemoryView
 
 __all__ = ["SessionRoutes", "TaskStateRequest", "TurnBatchRequest", "TurnBatchResponse",
@@ -40,6 +41,9 @@ class UserRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: str
+    agent: AgentName | None = Field(default=None, description=(
+        "the calling agent (a key bound to an agent sets it): a session of an agent is "
+        "that agent's"))
 
 
 class TaskStateRequest(BaseModel):
@@ -47,6 +51,9 @@ class TaskStateRequest(BaseModel):
 
     user_id: str
     patch: dict[str, Any]
+    agent: AgentName | None = Field(default=None, description=(
+        "the calling agent (a key bound to an agent sets it): a session of an agent is "
+        "that agent's"))
 
 
 class TaskState(BaseModel):
@@ -86,7 +93,7 @@ class SessionRoutes(IngressState):
                             principal: Caller) -> CloseAck:
         scope = scope_for(principal, body.user_id)
         ack: CloseAck = await resolve(self._shards.for_scope(scope).close.remote(
-            scope, session_id))
+            scope, session_id, principal.viewer(body.agent)))
         return ack
 
     @router.get("/v1/sessions/{session_id}/working-memory", response_model=WorkingMemoryView)
@@ -104,5 +111,5 @@ class SessionRoutes(IngressState):
                          principal: Caller) -> TaskState:
         scope = scope_for(principal, body.user_id)
         state = await resolve(self._shards.for_scope(scope).patch_task_state.remote(
-            scope, session_id, body.patch))
+            scope, session_id, body.patch, principal.viewer(body.agent)))
         return TaskState(session_id=session_id, task_state=state)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from strata.extract.base import Candidate, attribution, said_at_metadata
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.terms import has_cjk, overlap
-from strata.layers.records import from_record, memory_id, to_record
+from strata.layers.records import from_record, in_lane, memory_id, to_record
 from strata.models import (
     Collection,
     MemoryItem,
@@ -24,6 +24,7 @@ from strata.models import (
     MemoryStatus,
     RecordFilter,
     Scope,
+    Source,
     utcnow,
 )
 from strata.stores.ports import Embedder, VectorStore
@@ -52,11 +53,11 @@ class EpisodeStore:
         self._merge_similarity = merge_similarity
 
     def apply(self, scope: Scope, candidate: Candidate) -> EpisodeWrite:
-        new_id = memory_id(scope, candidate.provenance.session_id, MemoryKind.EPISODE.value,
-                           f"{','.join(candidate.provenance.turn_ids)}|{candidate.text}")
-        existing = self._vectors.get(Collection.EPISODES, scope, [new_id])
-        if existing:
-            return EpisodeWrite(action="duplicate", item=from_record(existing[0]))
+        new_id, existing = in_lane(self._vectors, Collection.EPISODES, scope, memory_id(
+            scope, candidate.provenance.session_id, MemoryKind.EPISODE.value,
+            f"{','.join(candidate.provenance.turn_ids)}|{candidate.text}"), candidate.agent or "")
+        if existing is not None:  # in the writer's lane: another's private one is not seen
+            return EpisodeWrite(action="duplicate", item=from_record(existing))
         vector = self._embedder.encode([candidate.text])[0].tolist()
         when = candidate.event_time or utcnow()
         if candidate.episode_type == EXCHANGE:
@@ -113,6 +114,8 @@ class EpisodeStore:
             if (close and item.metadata.get("type") == kind != EXCHANGE
                     and item.metadata.get("speaker") == speaker
                     and all(getattr(item, k) == v for k, v in same.items())
+                    # what an admin wrote changes only by an admin
+                    and (item.source is not Source.ADMIN or candidate.source is Source.ADMIN)
                     and self._says_the_same(hit.score, item.text, text)):
                 return item
         return None

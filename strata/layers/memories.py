@@ -335,6 +335,8 @@ class LongTermMemory:
         for collection in (Collection.FACTS, Collection.EPISODES):
             hits = self.vectors.search_hybrid(collection, scope, vector, target, 10, live)
             for hit in hits:
+                if hit.record.payload.get("source") == Source.ADMIN.value:
+                    continue  # what an admin wrote changes only by an admin
                 said_by = (hit.record.payload.get("metadata") or {}).get("speaker")
                 if speaker and said_by and said_by != speaker:
                     continue

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from strata.conflict import Action, ConflictResolver, Decision
 from strata.errors import InvalidInput, NotFound
 from strata.extract.base import Candidate, attribution, said_at_metadata
-from strata.layers.records import from_record, memory_id, to_record
+from strata.layers.records import from_record, in_lane, memory_id, to_record
 from strata.models import (
     Collection,
     MemoryItem,
@@ -68,14 +68,17 @@ class FactStore:
         """Write one candidate fact as the resolver decides."""
         if candidate.kind is not MemoryKind.FACT or not candidate.key:
             raise InvalidInput("a fact needs kind=fact and a key")
-        new_id = memory_id(scope, candidate.provenance.session_id, MemoryKind.FACT.value,
-                           f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}")
-        existing = self._vectors.get(Collection.FACTS, scope, [new_id])
-        if existing:
+        # the writer's lane: another agent's private versions are neither seen nor changed
+        lane = candidate.agent or ""
+        new_id, existing = in_lane(self._vectors, Collection.FACTS, scope, memory_id(
+            scope, candidate.provenance.session_id, MemoryKind.FACT.value,
+            f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}"), lane)
+        if existing is not None:
             return FactWrite(decision=Decision(action=Action.DUPLICATE, affected=[new_id],
                                                reason="this statement was already applied"),
-                             item=from_record(existing[0]))
-        decision = self._resolver.decide(candidate, self.versions(scope, candidate.key))
+                             item=from_record(existing))
+        decision = self._resolver.decide(candidate, [
+            v for v in self.versions(scope, candidate.key) if v.visible_to(lane)])
         now = utcnow()
         if decision.action in (Action.REINFORCE, Action.PROMOTE):
             item = self.get(scope, decision.affected[0])

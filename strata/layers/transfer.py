@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from strata.errors import Forbidden, LimitExceeded
-from strata.layers.records import from_record, to_record
+from strata.errors import Forbidden, InvalidInput, LimitExceeded
+from strata.layers.records import from_record, lane_id, to_record
 from strata.models import (
     LONG_TERM,
     Collection,
@@ -26,11 +26,12 @@ from strata.models import (
     Scope,
     Source,
     StoredRecord,
+    is_visible,
 )
 from strata.portability import ImportCounts
 from strata.stores.ports import Embedder, VectorStore, WriteBatching
 
-__all__ = ["import_items", "read_scope"]
+__all__ = ["holds_visible", "import_items", "read_scope"]
 
 PAGE = 16_384  # Milvus's largest query limit
 EMBED_BATCH = 256
@@ -55,6 +56,12 @@ def read_scope(vectors: VectorStore, scope: Scope) -> Iterator[MemoryItem]:
             after = max(r.created_at for r in rows)
 
 
+def holds_visible(vectors: VectorStore, scope: Scope, viewer: str) -> bool:
+    """Whether ``scope`` has a memory ``viewer`` (an agent; "" none) may see, any status."""
+    seen = RecordFilter(visible_to=viewer)
+    return any(vectors.query(layer.collection, scope, seen, 1) for layer in LONG_TERM)
+
+
 def _comparable(item: MemoryItem) -> dict[str, Any]:
     """An item as it compares after a trip through a store (float timestamps, float32
     confidence): times to the millisecond, confidence to six places."""
@@ -68,18 +75,54 @@ def _admins(item: MemoryItem) -> bool:
     return item.kind is MemoryKind.PROCEDURE or item.source is Source.ADMIN
 
 
+def _stored_anywhere(vectors: VectorStore, scope: Scope, ids: list[str]
+                     ) -> dict[str, tuple[Collection, StoredRecord]]:
+    """The stored memories with these ids, in whichever collection holds them."""
+    found: dict[str, tuple[Collection, StoredRecord]] = {}
+    for layer in LONG_TERM:
+        for record in vectors.get(layer.collection, scope, ids):
+            found[record.id] = (layer.collection, record)
+    return found
+
+
+def _in_lane(vectors: VectorStore, scope: Scope, items: Sequence[MemoryItem],
+             viewer: str | None) -> tuple[list[MemoryItem], dict[str, StoredRecord]]:
+    """The items with the ids they are written under, and what is stored under those ids.
+
+    A line whose id names a memory ``viewer`` may not see gets its ``lane_id``: it is
+    neither overwritten nor revealed (the answer is that of a new id). An id that names a
+    memory of another kind is refused (one id, one memory)."""
+    stored = _stored_anywhere(vectors, scope, [i.id for i in items])
+    if viewer is not None:
+        hidden = {i.id for i in items if i.id in stored
+                  and not is_visible(stored[i.id][1].payload, viewer)}
+        if hidden:
+            items = [i.model_copy(update={"id": lane_id(i.id, viewer)}) if i.id in hidden
+                     else i for i in items]
+            stored.update(_stored_anywhere(vectors, scope,
+                                           [lane_id(h, viewer) for h in sorted(hidden)]))
+    collection_of = {layer.kind: layer.collection for layer in LONG_TERM}
+    for item in items:
+        if item.id in stored and stored[item.id][0] is not collection_of[item.kind]:
+            raise InvalidInput(f"memory {item.id!r} is a {stored[item.id][1].payload.get('kind')}"
+                               f" here; the import says {item.kind.value} (an id names one "
+                               "memory)")
+    return list(items), {memory_id: record for memory_id, (_, record) in stored.items()}
+
+
 def import_items(vectors: VectorStore, embedder: Embedder, scope: Scope,
                  items: Sequence[MemoryItem], *, admin: bool,
-                 procedure_cap: int) -> ImportCounts:
-    """Write ``items`` into ``scope`` keeping their ids (see the module docstring)."""
+                 procedure_cap: int, viewer: str | None = None) -> ImportCounts:
+    """Write ``items`` into ``scope`` keeping their ids (see the module docstring), as
+    ``viewer`` sees the scope (``_in_lane``; None: everything)."""
     counts = ImportCounts()
     plan: dict[Collection, list[tuple[MemoryItem, StoredRecord | None]]] = {}
+    items, stored = _in_lane(vectors, scope, items, viewer)
     for layer in LONG_TERM:
         collection = layer.collection
         mine = [i for i in items if i.kind is layer.kind]
         if not mine:
             continue
-        stored = {r.id: r for r in vectors.get(collection, scope, [i.id for i in mine])}
         for item in mine:
             old = stored.get(item.id)
             if old is not None and _comparable(from_record(old)) == _comparable(item):

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from strata.extract.pii import redact
+from strata.extract.pii import redact, redact_value
 from strata.layers.working import ContextAside, SessionState, WorkingMemory
 from strata.models import Turn
 from strata.stores.keys import SessionRef
@@ -98,14 +98,7 @@ class SnapshotWriter:
 
 def redacted(state: SessionState) -> SessionState:
     """The session's working memory with sensitive spans replaced (``[REDACTED:<kind>]``)."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value)
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        return value
+    clean = redact_value
 
     def turn(t: Turn) -> Turn:
         return t.model_copy(update={"content": redact(t.content), "metadata": clean(t.metadata)})

@@ -242,15 +242,17 @@ class ShardMemories:
                                kind=item.kind.value, at=utcnow().isoformat())
             return {"memory": item.model_dump(mode="json"), "action": action}
 
-    def import_memories(self, scope: Scope, items: list[MemoryItem],
-                        admin: bool) -> ImportCounts:
+    def import_memories(self, scope: Scope, items: list[MemoryItem], admin: bool,
+                        viewer: str | None = None) -> ImportCounts:
         """An export's memories written into ``scope`` with their ids, times and statuses
-        (``strata.layers.transfer.import_items``), through this shard's hot index."""
+        (``strata.layers.transfer.import_items``), through this shard's hot index, as
+        ``viewer`` sees the scope (``Principal.viewer``; None: everything)."""
         with self.lock:
             if items:
                 self._users.register(scope)
             counts = import_items(self.longterm.vectors, self.longterm.embedder, scope, items,
-                                  admin=admin, procedure_cap=self.longterm.procedures.cap)
+                                  admin=admin, procedure_cap=self.longterm.procedures.cap,
+                                  viewer=viewer)
             self._audit.append(scope, action="import", count=counts.created + counts.updated,
                                at=utcnow().isoformat())
             return counts

@@ -93,12 +93,12 @@ class SessionShardService:
                      caller: str | None = None) -> list[TurnAck]:
         return self.sessions.append_turns(scope, session_id, turns, caller)
 
-    def patch_task_state(self, scope: Scope, session_id: str,
-                         patch: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.patch_task_state(scope, session_id, patch)
+    def patch_task_state(self, scope: Scope, session_id: str, patch: dict[str, Any],
+                         viewer: str | None = None) -> dict[str, Any]:
+        return self.sessions.patch_task_state(scope, session_id, patch, viewer)
 
-    def close(self, scope: Scope, session_id: str) -> CloseAck:
-        return self.sessions.close(scope, session_id)
+    def close(self, scope: Scope, session_id: str, viewer: str | None = None) -> CloseAck:
+        return self.sessions.close(scope, session_id, viewer)
 
     def view(self, scope: Scope, session_id: str,
              viewer: str | None = None) -> WorkingMemoryView:
@@ -119,13 +119,16 @@ class SessionShardService:
     # -- recall (ShardRecall, FollowUps) ---------------------------------------------------
     def recall_memory(self, scope: Scope, request: RecallRequest,
                       query: Callable[[], QueryEmbedding] | None = None,
-                      recipe: RecallRecipe = DEFAULT) -> MemoryAnswer:
+                      recipe: RecallRecipe = DEFAULT,
+                      viewer: str | None = "") -> MemoryAnswer:
         """The working memory and the personal layers' candidates for one query
-        (``ShardRecall.recall_memory``; ``query``: the caller's embedding of the query)."""
+        (``ShardRecall.recall_memory``; ``query``: the caller's embedding of the query).
+        ``viewer``: whose view the caller has (``Principal.viewer``): the session of
+        ``request.session_id`` must be one it may read (another agent's: ``Forbidden``)."""
         working = None
         if request.session_id:
             try:
-                working = self.view(scope, request.session_id, viewer=request.agent)
+                working = self.view(scope, request.session_id, viewer=viewer)
             except NotFound:
                 working = None
         return self.recall.recall_memory(scope, request, working, query, recipe)
@@ -162,9 +165,9 @@ class SessionShardService:
     def create_memory(self, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
         return self.memories.create_memory(scope, body)
 
-    def import_memories(self, scope: Scope, items: list[MemoryItem],
-                        admin: bool) -> ImportCounts:
-        return self.memories.import_memories(scope, items, admin)
+    def import_memories(self, scope: Scope, items: list[MemoryItem], admin: bool,
+                        viewer: str | None = None) -> ImportCounts:
+        return self.memories.import_memories(scope, items, admin, viewer)
 
     def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
                       q: str | None, limit: int, viewer: str | None = None,

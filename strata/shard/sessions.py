@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from strata.errors import Conflict, InvalidInput, NotFound, QueueStoreError
+from strata.extract.pii import redact, redact_value
 from strata.layers.summarize import Summarizer
 from strata.layers.working import (
     ContextAside,
@@ -212,10 +213,11 @@ class ShardSessions:
                 continue
             count += 1
             context = asked.context or context
+            content = redact(asked.content)  # acknowledged = stored redacted (WAL, AOF)
             turn = Turn(turn_id=asked.turn_id or generated_turn_id(session_id, count),
                         session_id=session_id, user_id=scope.user, role=role,
-                        content=asked.content, created_at=asked.created_at or utcnow(),
-                        metadata=asked.metadata, pinned=is_pinned(role, asked.content),
+                        content=content, created_at=asked.created_at or utcnow(),
+                        metadata=redact_value(asked.metadata), pinned=is_pinned(role, content),
                         agent=asked.agent or memory.state.agent, context=context)
             known.add(turn.turn_id)
             fresh.append(turn)
@@ -237,18 +239,20 @@ class ShardSessions:
                        pinned=any(t.turn_id == turn_id for t in state.pinned),
                        duplicate=duplicate, context=state.context)
 
-    def patch_task_state(self, scope: Scope, session_id: str,
-                         patch: dict[str, Any]) -> dict[str, Any]:
+    def patch_task_state(self, scope: Scope, session_id: str, patch: dict[str, Any],
+                         viewer: str | None = None) -> dict[str, Any]:
+        """Merge ``patch`` into the task state (its agent's or an admin's, ``viewer`` None)."""
         if not isinstance(patch, dict):
             raise InvalidInput("patch must be a JSON object (RFC 7396 merge patch)")
         with self.lock:
             entry = self._get(scope, session_id, create=False)
             state = entry.memory.state
+            check_agent(state.agent, viewer, session_id)
             if state.closed:
                 raise Conflict(f"session {session_id!r} is closed")
             before = state.task_state
             now = utcnow()
-            merged = entry.memory.patch_task_state(patch, received_at=now)
+            merged = entry.memory.patch_task_state(redact_value(patch), received_at=now)
             key = SessionRef(scope, session_id)
             try:
                 state.wal_id = self._log.append(
@@ -259,17 +263,19 @@ class ShardSessions:
             self._snapshot_async(key, entry)
             return merged
 
-    def close(self, scope: Scope, session_id: str) -> CloseAck:
-        """Close: hand the session to extraction, archive it, free the memory.
+    def close(self, scope: Scope, session_id: str, viewer: str | None = None) -> CloseAck:
+        """Close (its agent or an admin, ``viewer`` None): hand the session to extraction,
+        archive it, free the memory.
 
         The archived working memory (window, pinned turns, summary, task state) is redacted
-        with the write filter's ``redact``; the WAL keeps the turns as said, since it is the
-        transcript the extraction job reads (and the write filter drops what is sensitive).
+        again; the WAL, the transcript extraction reads, holds the turns as they were
+        acknowledged: redacted at append.
         """
         validate_session_id(session_id)
         with self.lock:
             entry = self._get(scope, session_id, create=False)
             state = entry.memory.state
+            check_agent(state.agent, viewer, session_id)
             key = SessionRef(scope, session_id)
             if state.closed:
                 return CloseAck(session_id=session_id, already_closed=True)
@@ -298,13 +304,12 @@ class ShardSessions:
     # -- reads ---------------------------------------------------------------------------
     def view(self, scope: Scope, session_id: str,
              viewer: str | None = None) -> WorkingMemoryView:
-        """The session's working memory, for its own agent (``viewer``; None: any caller)."""
+        """The session's working memory, for its own agent (``viewer``; None: an admin)."""
         validate_session_id(session_id)
         with self.lock:
             memory = self._get(scope, session_id, create=False).memory
-            state = memory.state
-            if viewer is not None:
-                check_agent(state.agent, viewer, session_id)
+            check_agent(memory.state.agent, viewer, session_id)
+            state = redacted(memory.state)  # stored redacted; a session from before may not be
             return WorkingMemoryView(
                 context=state.context, set_aside=list(state.set_aside), agent=state.agent,
                 session_id=session_id, user_id=scope.user, window=list(state.window),

@@ -210,6 +210,7 @@ def test_serve_deploy_alone_starts_its_actors(cluster: RayCluster) -> None:
     client = Client(base, api_key=KEY, timeout_s=60)
     for user in _users_on_each_shard(1, prefix="deployed"):
         _remember_and_recall(client, user)
-    metrics = httpx.get(f"{base}/metrics", timeout=30).text
+    metrics = httpx.get(f"{base}/metrics", timeout=30,
+                        headers={"Authorization": f"Bearer {KEY}"}).text
     assert 'strata_requests_total{method="POST",route="/v1/recall",status="200"}' in metrics
     cluster.shell(f"serve shutdown -y --address {dashboard}", {})

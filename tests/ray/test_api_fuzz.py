@@ -2,7 +2,9 @@
 
 schemathesis generates requests for every operation of ``/openapi.json`` - valid ones, valid
 ones aimed at ids that exist, and ones the schema calls invalid - and sends them with an admin
-and an agent key of tenant ``acme``. Tenant ``beta`` holds data under the very same user,
+and an agent key of tenant ``acme``, and with a key bound to the agent "coach", aimed at the
+agent "planner"'s session and private memory: no answer to the coach holds the planner's
+private marker. Tenant ``beta`` holds data under the very same user,
 session and document ids and is never sent a request: it is the bystander. Every answer is
 below 500, with a status and a body the document lists (every 4xx is ``{"error": str,
 "detail": str}``), and what the schema calls invalid is refused. A second test sends writes
@@ -46,17 +48,24 @@ from strata.stores.redis_server import EmbeddedRedis, free_port
 
 KEYS = {"acme-admin": {"tenant": "acme", "role": "admin"},
         "acme-agent": {"tenant": "acme", "role": "agent"},
+        "acme-planner": {"tenant": "acme", "role": "agent", "agent": "planner"},
+        "acme-coach": {"tenant": "acme", "role": "agent", "agent": "coach"},
         "beta-admin": {"tenant": "beta", "role": "admin"}}
 ADMIN = {"Authorization": "Bearer acme-admin"}
 AGENT = {"Authorization": "Bearer acme-agent"}
 BYSTANDER = {"Authorization": "Bearer beta-admin"}
+PLANNER = {"Authorization": "Bearer acme-planner"}
+COACH = {"Authorization": "Bearer acme-coach"}
+MARKER = "quillzebra"  # only the planner's session and private memories hold it
 USER, SESSION, DOC = "ann", "s-ann", "handbook"  # the same ids in both tenants
 NEW_DOC = "new-doc"  # what refused imports try to add
 MAX_BODY, MAX_TURN = 64 * 1024, 2000
 FUZZ_EXAMPLES = 12  # per operation, key and flavour
 FLAVOURS = {"admin": ("positive", "aimed", "negative"),
             # an agent's invalid input is refused before its role is looked at
-            "agent": ("positive", "aimed")}
+            "agent": ("positive", "aimed"),
+            # another agent's key, aimed at the planner's session and private memory
+            "coach": ("positive", "aimed")}
 REJECT_EXAMPLES = 50
 # what the negative cases may be answered with (413: a generated body over the size limit)
 REFUSALS = [400, 401, 403, 404, 405, 409, 413, 415, 422]
@@ -133,6 +142,22 @@ def seed(app: App, headers: dict[str, str], session: str = SESSION) -> Seeded:
     assert report["ok"], report
     tenant = KEYS[headers["Authorization"].removeprefix("Bearer ")]["tenant"]
     return Seeded(tenant, session, fact["memory"]["id"], procedure["memory"]["id"])
+
+
+def seed_planner(app: App) -> Seeded:
+    """The planner's session and its private fact, both holding ``MARKER``."""
+    session = f"{SESSION}-planner"
+    app.ok("POST", f"/v1/sessions/{session}/turns", PLANNER, {
+        "user_id": USER, "role": "user", "content": f"My {MARKER} plan is for Tuesday"})
+    app.ok("PATCH", f"/v1/sessions/{session}/task-state", PLANNER,
+           {"user_id": USER, "patch": {"goal": f"the {MARKER} plan"}})
+    fact = app.ok("POST", f"/v1/users/{USER}/memories", PLANNER, {
+        "kind": "fact", "key": "plan.secret", "value": f"{MARKER} Tuesday",
+        "visibility": "private"})
+    app.ok("POST", f"/v1/users/{USER}/memories", PLANNER, {
+        "kind": "episode", "text": f"the user shared the {MARKER} plan",
+        "visibility": "private"})
+    return Seeded("acme", session, fact["memory"]["id"], fact["memory"]["id"])
 
 
 def tenant_state(app: App, headers: dict[str, str], seeded: Seeded) -> dict[str, Any]:
@@ -354,7 +379,8 @@ def _aimed(seeded: Seeded) -> Callable[[Any], Any]:
 
 
 def fuzz_operation(app: App, operation: Any, flavour: str, headers: dict[str, str],
-                   seeded: Seeded, tally: Tally, who: str) -> None:
+                   seeded: Seeded, tally: Tally, who: str, hidden: str | None = None) -> None:
+    """``hidden``: a marker no answer may hold."""
     mode = GenerationMode.NEGATIVE if flavour == "negative" else GenerationMode.POSITIVE
     strategy = operation.as_strategy(generation_mode=mode)
     if flavour == "aimed":
@@ -367,6 +393,8 @@ def fuzz_operation(app: App, operation: Any, flavour: str, headers: dict[str, st
         tally.cases[who] += 1
         tally.statuses[response.status_code] += 1
         case.validate_response(response, checks=CHECKS, headers=headers)
+        assert hidden is None or hidden not in response.text, (case.operation.label,
+                                                               response.text)
 
     try:
         one()
@@ -375,19 +403,22 @@ def fuzz_operation(app: App, operation: Any, flavour: str, headers: dict[str, st
         tally.no_negative.add(operation.label)
 
 
-@pytest.mark.parametrize("who", ["admin", "agent"])
+@pytest.mark.parametrize("who", ["admin", "agent", "coach"])
 def test_every_operation_answers_without_a_server_error(
         app: App, schema: Any, tally: Tally, who: str) -> None:
-    headers = ADMIN if who == "admin" else AGENT
+    headers = {"admin": ADMIN, "agent": AGENT, "coach": COACH}[who]
     bystander = tenant_state(app, BYSTANDER, app.bystander)
-    # the admin's run aims at beta's very ids: a session of the same name, the same user
-    seeded = seed(app, ADMIN, SESSION if who == "admin" else f"{SESSION}-{who}")
+    # the admin's run aims at beta's very ids: a session of the same name, the same user;
+    # the coach's at the planner's session and private fact
+    seeded = (seed_planner(app) if who == "coach"
+              else seed(app, ADMIN, SESSION if who == "admin" else f"{SESSION}-{who}"))
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20, [op.label for op in operations]
     for operation in operations:
         tally.operations.add(operation.label)
         for flavour in FLAVOURS[who]:
-            fuzz_operation(app, operation, flavour, headers, seeded, tally, who)
+            fuzz_operation(app, operation, flavour, headers, seeded, tally, who,
+                           MARKER if who == "coach" else None)
     assert tally.cases[who] > 10 * len(operations)
     assert tenant_state(app, BYSTANDER, app.bystander) == bystander
 

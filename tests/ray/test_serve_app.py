@@ -287,7 +287,7 @@ def test_recall_over_http_routes_budget_debug_and_metrics(app: App) -> None:
     # an unknown user still shares the tenant's knowledge base, never anyone's memories
     mixed = app.post("/v1/recall", {"user_id": "nobody", "query": "how do I recall context?"})
     assert {i["layer"] for i in mixed.json()["items"]} <= {"knowledge"}
-    text = httpx.get(f"{app.base}/metrics", timeout=30).text
+    text = httpx.get(f"{app.base}/metrics", headers=AUTH, timeout=30).text
     for name in ("strata_requests_total", "strata_recall_layer_seconds_bucket",
                  "strata_queue_backlog", "strata_extraction_lag_seconds",
                  "strata_vector_flushes"):
