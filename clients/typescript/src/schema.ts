@@ -33,7 +33,8 @@ export interface paths {
         };
         /**
          * List Users
-         * @description The users of the key's tenant that have long-term memory.
+         * @description The users of the key's tenant that have long-term memory the caller may see (an
+         *     agent's key: a user who holds only another agent's private memories is not listed).
          */
         get: operations["list_users_v1_users_get"];
         put?: never;
@@ -130,7 +131,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Metrics Endpoint */
+        /**
+         * Metrics Endpoint
+         * @description Prometheus text; an admin key's unless ``STRATA_METRICS_AUTH=none``.
+         */
         get: operations["metrics_endpoint_metrics_get"];
         put?: never;
         post?: never;
@@ -477,7 +481,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Document */
+        /**
+         * Get Document
+         * @description Every chunk version of a document; ``doc_id`` as imported, its ``/`` as such or
+         *     encoded (``%2F``: a doc id never holds ``%``).
+         */
         get: operations["get_document_v1_knowledge_documents__doc_id__get"];
         put?: never;
         post?: never;
@@ -1054,6 +1062,11 @@ export interface components {
             patch: {
                 [key: string]: unknown;
             };
+            /**
+             * Agent
+             * @description the calling agent (a key bound to an agent sets it): a session of an agent is that agent's
+             */
+            agent?: string | null;
         };
         /**
          * Turn
@@ -1198,6 +1211,11 @@ export interface components {
         UserRequest: {
             /** User Id */
             user_id: string;
+            /**
+             * Agent
+             * @description the calling agent (a key bound to an agent sets it): a session of an agent is that agent's
+             */
+            agent?: string | null;
         };
         /** ValidationQuestion */
         ValidationQuestion: {

@@ -1,0 +1,139 @@
+"""Intent detectors on writers they never saw (issue #36): rules, learned, learned+rules.
+
+The corpus (``tests/data/intents``) has six writers. The split was fixed before any tuning:
+``DEV`` writers are developed on (leave-one-writer-out inside them picks the settings),
+``HELD_OUT`` writers are read once, at the end, by detectors trained on ``DEV`` only.
+Prints precision and recall per intent and language, and the added cost per turn.
+
+    .venv/bin/python bench/intents.py            # the held-out table (and LOWO on DEV)
+    .venv/bin/python bench/intents.py --dev-only # leave-one-writer-out inside DEV only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from strata.extract.intent_model import (
+    INTENTS,
+    CombinedIntents,
+    IntentDetector,
+    LearnedIntents,
+    RuleIntents,
+    Utterance,
+)
+
+CORPUS = Path(__file__).parents[1] / "tests" / "data" / "intents"
+DEV = ("w1_terse", "w2_formal", "w3_mixed", "w4_elder")
+HELD_OUT = ("w5_friends", "w6_shopper")
+
+
+def load() -> list[dict[str, Any]]:
+    return [json.loads(line) for path in sorted(CORPUS.glob("*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def utterances(rows: Sequence[dict[str, Any]]) -> list[Utterance]:
+    return [Utterance(r["text"], r.get("previous")) for r in rows]
+
+
+def scores(rows: Sequence[dict[str, Any]], predicted: Sequence[str]
+           ) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(intent, lang) → (precision, recall, support)."""
+    out = {}
+    for lang in ("en", "zh"):
+        pairs = [(r["intent"], p) for r, p in zip(rows, predicted, strict=True)
+                 if r["lang"] == lang]
+        for intent in INTENTS:
+            tp = sum(t == intent and p == intent for t, p in pairs)
+            said = sum(p == intent for _, p in pairs)
+            real = sum(t == intent for t, _ in pairs)
+            out[(intent, lang)] = (tp / said if said else 0.0, tp / real if real else 0.0, real)
+    return out
+
+
+def table(results: dict[str, dict[tuple[str, str], tuple[float, float, int]]]) -> str:
+    names = list(results)
+    head = "| intent | lang | n | " + " | ".join(f"{n} P / R" for n in names) + " |"
+    lines = [head, "|" + "---|" * (3 + len(names))]
+    for intent in INTENTS:
+        for lang in ("en", "zh"):
+            n = results[names[0]][(intent, lang)][2]
+            cells = [f"{results[k][(intent, lang)][0]:.2f} / {results[k][(intent, lang)][1]:.2f}"
+                     for k in names]
+            lines.append(f"| {intent} | {lang} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
+    learned = LearnedIntents(train)
+    return {"rules": RuleIntents(), "learned": learned, "learned+rules": CombinedIntents(learned)}
+
+
+def run(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]
+        ) -> dict[str, list[str]]:
+    return {name: [r.intent for r in d.read(utterances(test))]
+            for name, d in detectors(train).items()}
+
+
+def leave_one_writer_out(rows: Sequence[dict[str, Any]], writers: Sequence[str]
+                         ) -> dict[str, dict[tuple[str, str], tuple[float, float, int]]]:
+    """Each writer predicted by detectors trained on the others; pooled."""
+    test_rows: list[dict[str, Any]] = []
+    pooled: dict[str, list[str]] = {}
+    for writer in writers:
+        test = [r for r in rows if r["writer"] == writer]
+        train = [r for r in rows if r["writer"] in writers and r["writer"] != writer]
+        for name, predicted in run(train, test).items():
+            pooled.setdefault(name, []).extend(predicted)
+        test_rows.extend(test)
+    return {name: scores(test_rows, predicted) for name, predicted in pooled.items()}
+
+
+def cost_per_turn(train: Sequence[dict[str, Any]], sample: Sequence[dict[str, Any]]
+                  ) -> dict[str, float]:
+    """p50 and p95 ms of one turn read alone (as the turn path reads it), per detector."""
+    out = {}
+    for name, detector in detectors(train).items():
+        timings = []
+        for row in sample:
+            started = time.perf_counter()
+            detector.read([Utterance(row["text"], row.get("previous"))])
+            timings.append((time.perf_counter() - started) * 1000)
+        timings.sort()
+        out[f"{name} p50"] = statistics.median(timings)
+        out[f"{name} p95"] = timings[int(len(timings) * 0.95)]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dev-only", action="store_true")
+    args = parser.parse_args()
+    rows = load()
+    print(f"corpus: {len(rows)} rows, {Counter(r['writer'] for r in rows)}")
+    print("\n## leave-one-writer-out inside DEV", DEV)
+    print(table(leave_one_writer_out(rows, DEV)))
+    if args.dev_only:
+        return
+    train = [r for r in rows if r["writer"] in DEV]
+    test = [r for r in rows if r["writer"] in HELD_OUT]
+    print("\n## HELD-OUT writers", HELD_OUT, "(trained on DEV only)")
+    print(table({name: scores(test, predicted) for name, predicted in run(train, test).items()}))
+    print("\n## hard negatives among held-out rows: wrongly read as forget")
+    hard = [r for r in test if r.get("hard_negative") and r["intent"] != "forget"]
+    for name, predicted in run(train, hard).items():
+        print(f"{name}: {sum(p == 'forget' for p in predicted)} of {len(hard)}")
+    print("\n## cost per turn (ms), one turn a call, 300 held-out turns")
+    for name, ms in cost_per_turn(train, test[:300]).items():
+        print(f"{name}: {ms:.3f}")
+
+
+if __name__ == "__main__":
+    main()
