@@ -39,10 +39,10 @@ def as_utc(when: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
 
 
-def _no_secret(kind: str, value: str) -> None:
-    """Ids and names are stored, logged and shown as sent: none may hold a credential or a
-    card or ID number (``strata.extract.pii.find_secrets``)."""
-    if holds_secret(value):
+def _no_secret(kind: str, value: str, numbers: bool = False) -> None:
+    """Ids and names are stored, logged and shown as sent: none may hold a credential (nor,
+    ``numbers``, a card or ID number: free-text names; an id's digits may pass a checksum)."""
+    if holds_secret(value, numbers):
         raise ValueError(f"{kind} holds what looks like a credential or a card or ID number; "
                          "ids and names are stored and shown as sent, so they may hold none")
 
@@ -306,6 +306,7 @@ def context_name(value: str | None) -> str | None:
     if value is None:
         return None
     check_name("context", value, max_length=80)
+    _no_secret("context", value, numbers=True)
     name = "-".join(value.casefold().split())
     if not name:
         raise ValueError("context is blank")

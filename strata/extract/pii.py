@@ -212,6 +212,7 @@ def find_pii(text: str) -> list[PiiFinding]:
 
 
 _SECRET_KINDS = frozenset({"resident_id", "bank_card", "api_key", "secret", "known_key"})
+_CREDENTIAL_KINDS = frozenset({"api_key", "secret", "known_key"})
 
 
 def find_secrets(text: str) -> list[PiiFinding]:
@@ -221,9 +222,12 @@ def find_secrets(text: str) -> list[PiiFinding]:
 
 
 @functools.lru_cache(maxsize=65_536)  # ids and names repeat: every request checks its own
-def holds_secret(text: str) -> bool:
-    """Whether ``text`` holds a credential or a card or ID number (``find_secrets``)."""
-    return bool(find_secrets(text))
+def holds_secret(text: str, numbers: bool = True) -> bool:
+    """Whether ``text`` holds a credential or (``numbers``) a card or ID number
+    (``find_secrets``). An id is checked for credentials only: a random id's digits (a
+    UUID's hex) pass a card's checksum one time in a few hundred."""
+    kinds = _SECRET_KINDS if numbers else _CREDENTIAL_KINDS
+    return any(f.kind in kinds for f in find_pii(text))
 
 
 def _masked(text: str, findings: list[PiiFinding]) -> str:

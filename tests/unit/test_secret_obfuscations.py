@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import unicodedata
+import uuid
 from typing import Any
 
 import pytest
@@ -26,7 +27,14 @@ from strata.layers.knowledge_import import screened
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
-from strata.models import Collection, MemoryKind, RecordFilter, Scope, check_id
+from strata.models import (
+    Collection,
+    MemoryKind,
+    RecordFilter,
+    Scope,
+    check_id,
+    context_name,
+)
 from strata.portability import ExportHeader, header_line, parse_export
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
@@ -143,15 +151,18 @@ def test_no_write_path_stores_an_obfuscated_secret(
 @pytest.mark.parametrize("case", SECRETS)
 def test_an_id_or_a_name_that_holds_a_secret_is_refused(case: tuple[str, str]) -> None:
     secret = case[0]
-    with pytest.raises(ValueError, match="credential"):
-        check_id("session_id", f"s-{secret}")
-    with pytest.raises(ValueError, match="credential"):
-        Scope(tenant="t", user=secret)
+    if not secret.isdigit() and not secret[:-1].isdigit():  # credentials: in any id or name
+        with pytest.raises(ValueError, match="credential"):
+            check_id("session_id", f"s-{secret}")
+        with pytest.raises(ValueError, match="credential"):
+            Scope(tenant="t", user=secret)
+    with pytest.raises(ValueError, match="credential"):  # and numbers in a free-text name
+        context_name(f"project {secret}")
 
 
 def test_a_phone_number_or_a_random_id_is_still_an_id() -> None:
     for value in ("15551234567", "user+15551234567", "Kx8bQ2mZ9rT4vW1yN6pL3sD0fG7h", "user-42",
-                  "ann@example.com"):
+                  "ann@example.com", *(f"c-{uuid.uuid4().hex}" for _ in range(2000))):
         assert check_id("user_id", value) == value
 
 
