@@ -264,12 +264,10 @@ class ShardSessions:
             return merged
 
     def close(self, scope: Scope, session_id: str, viewer: str | None = None) -> CloseAck:
-        """Close (its agent or an admin, ``viewer`` None): hand the session to extraction,
-        archive it, free the memory.
+        """Close (its agent or an admin, ``viewer`` None): to extraction, archived, freed.
 
-        The archived working memory (window, pinned turns, summary, task state) is redacted
-        again; the WAL, the transcript extraction reads, holds the turns as they were
-        acknowledged: redacted at append.
+        The archive (window, pinned turns, summary, task state) is redacted again; the WAL
+        (the transcript extraction reads) holds the turns redacted since their append.
         """
         validate_session_id(session_id)
         with self.lock:
@@ -302,8 +300,7 @@ class ShardSessions:
         return job
 
     # -- reads ---------------------------------------------------------------------------
-    def view(self, scope: Scope, session_id: str,
-             viewer: str | None = None) -> WorkingMemoryView:
+    def view(self, scope: Scope, session_id: str, viewer: str | None = None) -> WorkingMemoryView:
         """The session's working memory, for its own agent (``viewer``; None: an admin)."""
         validate_session_id(session_id)
         with self.lock:
