@@ -43,7 +43,7 @@ class IntentReading:
 
     intent: str
     confidence: float
-    by: str  # rules | learned
+    by: str  # rules | learned | learned+rules
 
 
 class IntentDetector(Protocol):

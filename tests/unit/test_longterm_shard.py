@@ -8,7 +8,6 @@ from strata.errors import BackendUnavailable
 from strata.extract.base import Candidate, Intent
 from strata.extract.rules import RuleExtractor
 from strata.extract.worker import ExtractionWorker
-from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.summarize import RuleSummarizer
 from strata.models import (
@@ -32,17 +31,6 @@ U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
 
 
-@pytest.fixture
-def vectors() -> InMemoryVectorStore:
-    store = InMemoryVectorStore()
-    store.ensure_collections(64)
-    return store
-
-
-@pytest.fixture
-def shard(redis_store: RedisStore, vectors: InMemoryVectorStore) -> SessionShardService:
-    lt = LongTermMemory(vectors, EMB)
-    return SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)
 
 
 def recall(vectors: InMemoryVectorStore, query: str, **kw: object) -> list[str]:

@@ -24,9 +24,7 @@ from strata.errors import InvalidInput
 from strata.extract.pii import find_pii, normalised
 from strata.layers.knowledge import DocumentIn
 from strata.layers.knowledge_import import screened
-from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate
-from strata.layers.summarize import RuleSummarizer
 from strata.models import (
     Collection,
     MemoryKind,
@@ -36,9 +34,7 @@ from strata.models import (
     context_name,
 )
 from strata.portability import ExportHeader, header_line, parse_export
-from strata.settings import Settings
 from strata.shard.service import SessionShardService
-from strata.stores.embedders import HashEmbedder
 from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
 
@@ -107,17 +103,6 @@ def _readable(text: str) -> str:
     return normalised(unicodedata.normalize("NFKC", decoded))[0].replace(" ", "")
 
 
-@pytest.fixture
-def vectors() -> InMemoryVectorStore:
-    store = InMemoryVectorStore()
-    store.ensure_collections(64)
-    return store
-
-
-@pytest.fixture
-def shard(redis_store: RedisStore, vectors: InMemoryVectorStore) -> SessionShardService:
-    lt = LongTermMemory(vectors, HashEmbedder(64))
-    return SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)
 
 
 @settings(max_examples=40, deadline=None,
