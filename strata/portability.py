@@ -13,11 +13,16 @@ another embedding model. Ids are kept, so importing a file twice changes nothing
 time. A file is parsed and checked whole (``parse_export``) before anything is written; the
 first bad line is named in the ``InvalidInput``. Big exports go in chunks of whole lines,
 each chunk with the header (``split_export``), under the server's body limit.
+
+A confidence is written as the shortest decimal that reads back as the same float32 (the
+vector store keeps confidence as float32, so a stored 0.9 reads back as 0.8999999761581421
+and is written ``0.9``); an import stores it as the very float32 it came from.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal
@@ -38,8 +43,8 @@ from strata.layers.memory_models import check_fact_key, check_scope_tags
 from strata.models import MemoryItem, check_id
 
 __all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "ExportHeader", "ImportCounts", "MemoryLine",
-           "ParsedExport", "by_user", "export_lines", "header_line", "memory_lines",
-           "parse_export", "split_export"]
+           "ParsedExport", "by_user", "export_lines", "float32_decimal", "header_line",
+           "memory_lines", "parse_export", "split_export"]
 
 FORMAT = "strata.memories"
 VERSION = 1
@@ -137,9 +142,25 @@ def header_line(header: ExportHeader) -> str:
     return _json_line(header)
 
 
+def _float32(value: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def float32_decimal(value: float) -> float:
+    """The shortest decimal (at most 9 significant digits, float32's round-trip width) that
+    is the same float32 as ``value``: 0.8999999761581421 → 0.9."""
+    single = _float32(value)
+    for digits in range(1, 9):
+        short = float(f"{value:.{digits}g}")
+        if _float32(short) == single:
+            return short
+    return float(f"{value:.9g}")
+
+
 def memory_lines(user_id: str, items: Iterable[MemoryItem]) -> Iterator[str]:
     for item in items:
-        yield _json_line(item, user_id=user_id)
+        short = item.model_copy(update={"confidence": float32_decimal(item.confidence)})
+        yield _json_line(short, user_id=user_id)
 
 
 def export_lines(header: ExportHeader,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 
 from strata import AsyncClient, Client
@@ -35,6 +36,7 @@ from strata.portability import (
     ExportHeader,
     by_user,
     export_lines,
+    float32_decimal,
     parse_export,
     split_export,
 )
@@ -151,6 +153,54 @@ def test_a_second_import_of_the_same_file_writes_nothing(
     again = shard.import_memories(ANN, items, admin=True)
     assert again.model_dump() == {"created": 0, "updated": 0, "unchanged": 7}
     assert vectors.written == written and snapshot(vectors) == before
+
+
+class Float32Store(CountingStore):
+    """The in-memory store keeping confidence as float32, as Milvus's FLOAT column does."""
+
+    def _single(self, records: Sequence[StoredRecord]) -> list[StoredRecord]:
+        return [r.model_copy(update={"confidence": float(np.float32(r.confidence))})
+                for r in records]
+
+    def upsert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        super().upsert(collection, scope, self._single(records))
+
+    def insert(self, collection: Collection, scope: Scope,
+               records: Sequence[StoredRecord]) -> None:
+        super().insert(collection, scope, self._single(records))
+
+
+def test_export_writes_a_float32_confidence_as_the_decimal_it_was(
+        redis_store: RedisStore) -> None:
+    vectors = Float32Store()
+    vectors.ensure_collections(64)
+    lt = LongTermMemory(vectors, EMB)
+    shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
+                                longterm=lambda: lt)
+    shard.create_memory(ANN, MemoryCreate(kind=MemoryKind.FACT, key="seat", value="window",
+                                          confidence=0.9))
+    shard.create_memory(ANN, MemoryCreate(kind=MemoryKind.FACT, key="diet", value="vegan",
+                                          confidence=0.123456789))
+    stored = {i.key: i.confidence for i in read_scope(vectors, ANN)}
+    assert stored["seat"] == 0.8999999761581421  # what the store gives back
+    export = export_of(vectors)
+    assert '"confidence": 0.9,' in export and "0.89999" not in export
+    written = {m["key"]: m["confidence"] for m in map(json.loads, export.splitlines()[1:])}
+    assert written == {"seat": 0.9, "diet": 0.12345679}
+
+    shard.delete_user(ANN)
+    shard.import_memories(ANN, parse_export(export).one_user(), admin=True)
+    assert {i.key: i.confidence for i in read_scope(vectors, ANN)} == stored  # same float32
+    again = shard.import_memories(ANN, parse_export(export).one_user(), admin=True)
+    assert again.model_dump() == {"created": 0, "updated": 0, "unchanged": 2}
+
+
+@pytest.mark.parametrize("value", [0.0, 1e-7, 0.0123456, 0.3333333, 0.8, 0.9, 1.0])
+def test_float32_decimal_is_short_and_the_same_float32(value: float) -> None:
+    single = float(np.float32(value))
+    assert float32_decimal(single) == value
+    assert np.float32(float32_decimal(single)) == np.float32(single)
 
 
 def test_a_changed_line_is_updated_and_only_its_text_re_embedded(
