@@ -15,6 +15,21 @@ How LangGraph's items map onto Strata (the tenant is the API key's)::
   (``langgraph-<uuid>``), so writing back an earlier value is a new version, not the
   duplicate of the old one.
 - ``get`` finds the active fact with that key and namespace tag among the user's active facts.
+- An item's times and ttl live in its fact's metadata, ``metadata["langgraph"]``::
+
+      {"created_at": "...", "updated_at": "...", "ttl_minutes": 5.0, "expires_at": "..."}
+
+  ``created_at`` is the first put's and stays through updates (a new fact version carries
+  it over; only ``updated_at`` moves); the fact's own times move with Strata's bookkeeping
+  (a reinforcement, a ttl refresh), so they are not the item's. Facts written before these
+  stamps show their version's times.
+- ``ttl`` (minutes, as LangGraph's ``PutOp.ttl``; ``TTLConfig.default_ttl`` when a put gives
+  none) sets ``expires_at``: put time plus ttl, moved on by each ``get`` and ``search`` that
+  returns the item when ``refresh_ttl`` (a metadata patch; ``list_namespaces`` reads
+  refresh nothing). Strata itself has no expiry, so the store keeps it: an expired item is
+  never returned (nor its namespace listed), and the read that finds it deletes its fact
+  (there is no background sweep; an expired item nobody reads stays stored until then).
+  The clock is the store's (``clock=``), not the server's.
 - ``search`` lists those facts under the prefix and filters them; with a ``query`` it ranks
   them by Strata's recall (facts layer), whose scores become ``SearchItem.score``.
 - ``delete`` deletes the fact with every version of it.
@@ -24,10 +39,15 @@ Only facts written through a store (with a ``langgraph:`` tag) are items; the fa
 extracts from conversation are not, but recall returns both. A value is at most 2000
 characters of JSON (a fact's value), and, like every long-term memory, one holding sensitive
 data (a card, a password, a phone number) is refused. ``get`` and ``search`` read up to the
-user's 1000 newest active facts. ``created_at`` is that of the current version.
+user's 1000 newest active facts.
 
 The logic is written once as plans (generators that yield the SDK calls they need); the sync
 methods run them on a ``strata.Client``, the async ones on a ``strata.AsyncClient``.
+
+Why this module is long: it is the whole of one ``BaseStore`` — the namespace mapping, the
+item stamps (times, ttl), LangGraph's filter and match rules, the five operations as plans
+and the two runners — and each part is only read through the others; the filter helpers
+could move out if another integration ever needs them.
 """
 
 from __future__ import annotations
@@ -36,7 +56,7 @@ import json
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Literal, TypeVar
 
 from langgraph.store.base import (
@@ -51,6 +71,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 from strata import errors
@@ -64,6 +85,7 @@ MAX_TEXT_CHARS = 8000
 FACT_LIMIT = 1000  # the memories list's largest page
 USER_LIMIT = 10_000
 RECALL_TOP_K = 100
+STAMP = "langgraph"  # the fact metadata key of an item's times and ttl
 
 T = TypeVar("T")
 
@@ -136,6 +158,52 @@ def _store_tag(memory: Mapping[str, Any]) -> str | None:
 
 def _timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class _Stamp:
+    """An item's times and ttl, kept in its fact's ``metadata["langgraph"]``."""
+
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None = None
+    expires_at: datetime | None = None
+
+    @classmethod
+    def new(cls, created_at: datetime, now: datetime, ttl_minutes: float | None) -> _Stamp:
+        return cls(created_at, now, ttl_minutes,
+                   None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes))
+
+    @classmethod
+    def of(cls, memory: Mapping[str, Any]) -> _Stamp:
+        """The fact's stamp; a fact written without one has its version's times."""
+        raw = (memory.get("metadata") or {}).get(STAMP)
+        if not isinstance(raw, Mapping):
+            return cls(_timestamp(memory["created_at"]), _timestamp(memory["updated_at"]))
+        ttl, expires = raw.get("ttl_minutes"), raw.get("expires_at")
+        return cls(_timestamp(raw["created_at"]), _timestamp(raw["updated_at"]),
+                   None if ttl is None else float(ttl),
+                   None if expires is None else _timestamp(expires))
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def refreshed(self, now: datetime) -> _Stamp:
+        """The stamp after a read at ``now``: the same times, the expiry moved on."""
+        if self.ttl_minutes is None:
+            return self
+        return _Stamp(self.created_at, self.updated_at, self.ttl_minutes,
+                      now + timedelta(minutes=self.ttl_minutes))
+
+    def metadata(self) -> dict[str, Any]:
+        return {STAMP: {"created_at": self.created_at.isoformat(),
+                        "updated_at": self.updated_at.isoformat(),
+                        "ttl_minutes": self.ttl_minutes,
+                        "expires_at": self.expires_at and self.expires_at.isoformat()}}
 
 
 def _decode(memory: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,18 +299,25 @@ class StrataStore(BaseStore):
     ``client`` serves the sync methods (``graph.invoke``), ``aclient`` the async ones
     (``graph.ainvoke``); give one or both. ``namespaces`` says where the user id sits in a
     namespace; ``index_fields`` which value fields make a fact's searchable text (default:
-    every string in the value), as ``put(..., index=[...])`` does per item.
+    every string in the value), as ``put(..., index=[...])`` does per item. ``ttl`` is
+    LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``); ``clock`` tells the
+    time items expire by (UTC).
     """
+
+    supports_ttl = True
 
     def __init__(self, client: Client | None = None, aclient: AsyncClient | None = None, *,
                  namespaces: NamespaceMap | None = None,
-                 index_fields: list[str] | None = None) -> None:
+                 index_fields: list[str] | None = None, ttl: TTLConfig | None = None,
+                 clock: Callable[[], datetime] = _utcnow) -> None:
         if client is None and aclient is None:
             raise ValueError("StrataStore needs a strata.Client, a strata.AsyncClient or both")
         self.client = client
         self.aclient = aclient
         self.namespaces = namespaces or NamespaceMap()
         self.index_fields = index_fields
+        self.ttl_config = ttl
+        self.clock = clock
 
     # -- BaseStore ---------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -271,10 +346,16 @@ class StrataStore(BaseStore):
         raise TypeError(f"unknown store operation {type(op).__name__}")
 
     def _facts(self, user: str) -> Plan[list[dict[str, Any]]]:
-        """The user's active facts written through a store."""
+        """The user's active facts written through a store and not expired; the expired
+        ones are deleted."""
         answer = yield _Call("memories", (user,),
                              {"kind": "fact", "status": "active", "limit": FACT_LIMIT})
-        return [m for m in answer["memories"] if _store_tag(m) is not None]
+        facts = [m for m in answer["memories"] if _store_tag(m) is not None]
+        now = self.clock()
+        for memory in facts:
+            if _Stamp.of(memory).expired(now):
+                yield _Call("forget", (user, memory["id"]))
+        return [m for m in facts if not _Stamp.of(m).expired(now)]
 
     def _find(self, namespace: tuple[str, ...], key: str) -> Plan[dict[str, Any] | None]:
         user, path = self.namespaces.split(namespace)
@@ -283,45 +364,63 @@ class StrataStore(BaseStore):
         found = [m for m in facts if m.get("key") == key and _store_tag(m) == tag]
         return max(found, key=lambda m: str(m["updated_at"])) if found else None
 
+    def _refresh(self, user: str, memory: Mapping[str, Any]) -> Plan[None]:
+        """Move on the expiry of an item just read, if it has a ttl."""
+        stamp = _Stamp.of(memory)
+        if stamp.ttl_minutes is not None:
+            yield _Call("update_memory", (user, memory["id"]),
+                        {"metadata": stamp.refreshed(self.clock()).metadata()})
+
     def _item(self, memory: Mapping[str, Any], user: str,
               score: float | None = None) -> SearchItem:
         path = self.namespaces.path_of(_store_tag(memory) or TAG_PREFIX)
+        stamp = _Stamp.of(memory)
         return SearchItem(namespace=self.namespaces.join(user, path), key=memory["key"],
-                          value=_decode(memory), created_at=_timestamp(memory["created_at"]),
-                          updated_at=_timestamp(memory["updated_at"]), score=score)
+                          value=_decode(memory), created_at=stamp.created_at,
+                          updated_at=stamp.updated_at, score=score)
 
     def _get(self, op: GetOp) -> Plan[Item | None]:
         memory = yield from self._find(op.namespace, op.key)
         if memory is None:
             return None
-        item = self._item(memory, self.namespaces.split(op.namespace)[0])
+        user = self.namespaces.split(op.namespace)[0]
+        if op.refresh_ttl:
+            yield from self._refresh(user, memory)
+        item = self._item(memory, user)
         return Item(namespace=item.namespace, key=item.key, value=item.value,
                     created_at=item.created_at, updated_at=item.updated_at)
 
     def _put(self, op: PutOp) -> Plan[None]:
         user, path = self.namespaces.split(op.namespace)
+        current = yield from self._find(op.namespace, op.key)
         if op.value is None:
-            memory = yield from self._find(op.namespace, op.key)
-            if memory is not None:
-                yield _Call("forget", (user, memory["id"]))
+            if current is not None:
+                yield _Call("forget", (user, current["id"]))
             return None
         encoded = json.dumps(dict(op.value), ensure_ascii=False, separators=(",", ":"))
         if len(encoded) > MAX_VALUE_CHARS:
             raise errors.InvalidInput(
                 f"a store value is kept as a Strata fact's value: at most {MAX_VALUE_CHARS} "
                 f"characters of JSON, got {len(encoded)}")
+        now = self.clock()
+        # an update keeps the item's created_at; only updated_at (and the expiry) move
+        stamp = _Stamp.new(_Stamp.of(current).created_at if current else now, now, op.ttl)
+        metadata = stamp.metadata()
         body = {"kind": "fact", "key": op.key, "value": encoded,
                 "text": _wording(op.key, op.value, op.index, self.index_fields),
-                "scope_tags": [self.namespaces.tag(path)]}
+                "scope_tags": [self.namespaces.tag(path)], "metadata": metadata}
         answer = yield _Call("remember", (user,),
                              {**body, "session_id": f"langgraph-{uuid.uuid4().hex}"})
-        current = answer["memory"]
-        if current.get("value") != encoded:
+        written = answer["memory"]
+        if written.get("value") != encoded:
             # Strata compares values without case: "X" after "x" only reinforced the old
             # fact, so the old one goes and the new value is written afresh
-            yield _Call("forget", (user, current["id"]))
+            yield _Call("forget", (user, written["id"]))
             yield _Call("remember", (user,),
                         {**body, "session_id": f"langgraph-{uuid.uuid4().hex}"})
+        elif (written.get("metadata") or {}).get(STAMP) != metadata[STAMP]:
+            # the same value again only reinforced the fact, which keeps its metadata
+            yield _Call("update_memory", (user, written["id"]), {"metadata": metadata})
         return None
 
     def _users(self, prefix_user: str | None) -> Plan[list[str]]:
@@ -333,12 +432,13 @@ class StrataStore(BaseStore):
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         prefix = op.namespace_prefix
         users = yield from self._users(self.namespaces.user_of_prefix(prefix))
-        found: list[SearchItem] = []
+        found: list[tuple[SearchItem, str, dict[str, Any]]] = []
         for user in users:
             facts = yield from self._facts(user)
-            items = {m["id"]: self._item(m, user) for m in facts}
+            items = {m["id"]: (self._item(m, user), user, m) for m in facts}
             items = {i: it for i, it in items.items()
-                     if it.namespace[:len(prefix)] == prefix and _matches(it.value, op.filter)}
+                     if it[0].namespace[:len(prefix)] == prefix
+                     and _matches(it[0].value, op.filter)}
             if not items:
                 continue
             if op.query is None:
@@ -349,13 +449,17 @@ class StrataStore(BaseStore):
                                   "budget_tokens": 8000})
             for hit in answer["items"]:
                 if hit["id"] in items:
-                    items[hit["id"]].score = float(hit["score"])
+                    items[hit["id"]][0].score = float(hit["score"])
                     found.append(items[hit["id"]])
         if op.query is None:
-            found.sort(key=lambda it: it.updated_at, reverse=True)
+            found.sort(key=lambda it: it[0].updated_at, reverse=True)
         else:
-            found.sort(key=lambda it: it.score or 0.0, reverse=True)
-        return found[op.offset:op.offset + op.limit]
+            found.sort(key=lambda it: it[0].score or 0.0, reverse=True)
+        page = found[op.offset:op.offset + op.limit]
+        if op.refresh_ttl:
+            for _, user, memory in page:
+                yield from self._refresh(user, memory)
+        return [item for item, _, _ in page]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
         named = {self.namespaces.user_of_prefix(tuple(c.path)) for c in op.match_conditions or ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 
@@ -100,6 +101,42 @@ def test_the_async_methods_on_strata(base: str) -> None:
             assert await store.aget(("bea",), "city") is None
 
     asyncio.run(run())
+
+
+class Clock:
+    """The store's clock, moved by hand (expiry is the store's, so this holds against the
+    real server too)."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_created_at_stays_and_ttl_expires_on_strata(client: Client) -> None:
+    clock = Clock()
+    store = StrataStore(client, clock=clock)
+    first = clock.now
+    store.put(("cy",), "seat", {"seat": "window"}, ttl=1)
+    clock.now += timedelta(seconds=30)
+    store.put(("cy",), "seat", {"seat": "aisle"}, ttl=1)  # a new version
+    clock.now += timedelta(seconds=30)
+    store.put(("cy",), "seat", {"seat": "aisle"}, ttl=1)  # reinforced, stamp patched
+    item = store.get(("cy",), "seat", refresh_ttl=False)
+    assert item is not None and item.value == {"seat": "aisle"}
+    assert (item.created_at, item.updated_at) == (first, first + timedelta(seconds=60))
+    store.put(("cy",), "food", {"food": "thai"}, ttl=1)
+    clock.now += timedelta(seconds=50)
+    assert store.get(("cy",), "food") is not None  # read: its expiry moves on
+    clock.now += timedelta(seconds=20)  # the seat's minute is over, not the food's
+    assert store.get(("cy",), "seat") is None
+    assert [i.key for i in store.search(("cy",))] == ["food"]
+    facts = client.memories("cy", kind="fact", status="active")["memories"]
+    assert [m["key"] for m in facts] == ["food"]  # the expired fact is deleted
+    clock.now += timedelta(minutes=2)
+    assert store.list_namespaces(prefix=("cy",)) == []
+    assert client.memories("cy", kind="fact")["memories"] == []
 
 
 def load_example() -> ModuleType:

@@ -2,7 +2,8 @@
 
 The fake implements the few endpoints the store calls, with Strata's rules that matter here:
 a fact with the same key and scope tags as an active one supersedes it, the same value (case
-ignored) only reinforces it, and a memory's id is its user, session, key and value.
+ignored) only reinforces it (its metadata stays), a memory's id is its user, session, key and
+value, and a metadata patch merges the keys it names and moves the fact's ``updated_at``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import json
 import operator
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypedDict
 
 import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp
+from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp, TTLConfig
 
 from strata import NO_RETRY, AsyncClient, Client, errors
 from strata.integrations.langchain import StrataRecallTool, StrataRememberTool, strata_tools
@@ -50,6 +51,8 @@ class FakeStrata:
                 return httpx.Response(200, json={"memories": self.listed(user, request.url)})
             if request.method == "DELETE":
                 return self.delete(user, parts[4])
+            if request.method == "PATCH":
+                return self.patch(user, parts[4], body)
         return httpx.Response(404, json={"error": "not_found", "detail": request.url.path})
 
     def now(self) -> str:
@@ -71,12 +74,14 @@ class FakeStrata:
         active = [m for m in versions if m["status"] == "active"]
         same = [m for m in active if m["value"].lower() == body["value"].lower()]
         if same:
+            same[0]["updated_at"] = self.now()
             return httpx.Response(200, json={"memory": same[0], "action": "reinforce"})
         at = self.now()
         for old in active:
             old.update(status="superseded", superseded_by=mid)
         memory = {"id": mid, "kind": "fact", "key": body["key"], "value": body["value"],
                   "text": body["text"], "scope_tags": body["scope_tags"], "status": "active",
+                  "metadata": {**body.get("metadata", {}), "mentions": 1},
                   "created_at": at, "updated_at": at}
         self.facts[user].append(memory)
         return httpx.Response(200, json={"memory": memory,
@@ -95,6 +100,15 @@ class FakeStrata:
         self.facts[user] = [m for m in self.facts[user] if m["key"] != memory["key"]
                             or m["scope_tags"] != memory["scope_tags"]]
         return httpx.Response(200, json={"deleted": memory_id})
+
+    def patch(self, user: str, memory_id: str, body: dict[str, Any]) -> httpx.Response:
+        memory = next((m for m in self.facts.get(user, []) if m["id"] == memory_id), None)
+        if memory is None:
+            return httpx.Response(404, json={"error": "not_found", "detail": memory_id})
+        assert set(body) == {"metadata"}, body  # the store patches nothing else
+        memory["metadata"] = {**memory.get("metadata", {}), **body["metadata"]}
+        memory["updated_at"] = self.now()
+        return httpx.Response(200, json=memory)
 
     def recall(self, user: str, query: str) -> dict[str, Any]:
         """Active facts sharing a word with the query, scored by the share of its words."""
@@ -328,3 +342,109 @@ def test_langchain_tools_bind_the_user_and_share_the_dispatcher(fake: FakeStrata
     assert json.loads(done) == {"ok": True}
     assert sent[-1] == {"path": "/v1/users/ann/memories", "kind": "fact", "key": "seat",
                         "value": "aisle"}
+
+
+@dataclass
+class Clock:
+    """The store's clock, moved by hand."""
+
+    now: datetime = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def test_an_update_keeps_created_at_and_moves_updated_at(fake: FakeStrata) -> None:
+    clock = Clock()
+    store = sync_store(fake, clock=clock)
+    first = clock.now
+    store.put(("ann",), "seat", {"seat": "window"})
+    clock.advance(minutes=5)
+    store.put(("ann",), "seat", {"seat": "aisle"})  # a new fact version
+    item = store.get(("ann",), "seat")
+    assert item is not None and item.value == {"seat": "aisle"}
+    assert (item.created_at, item.updated_at) == (first, first + timedelta(minutes=5))
+    clock.advance(minutes=5)
+    store.put(("ann",), "seat", {"seat": "aisle"})  # the same value: Strata reinforces
+    item = store.get(("ann",), "seat")
+    assert item is not None
+    assert (item.created_at, item.updated_at) == (first, first + timedelta(minutes=10))
+    [found] = store.search(("ann",))
+    assert (found.created_at, found.updated_at) == (first, first + timedelta(minutes=10))
+    store.delete(("ann",), "seat")
+    store.put(("ann",), "seat", {"seat": "aisle"})  # deleted, then new: a new item
+    item = store.get(("ann",), "seat")
+    assert item is not None and item.created_at == clock.now
+
+
+def test_an_item_past_its_ttl_is_not_returned_and_is_deleted(fake: FakeStrata) -> None:
+    clock = Clock()
+    store = sync_store(fake, clock=clock)
+    store.put(("ann", "prefs"), "seat", {"seat": "window"}, ttl=1)
+    store.put(("ann", "prefs"), "food", {"food": "thai"})  # no ttl: stays
+    store.put(("ann", "trips"), "next", {"city": "Lisbon"}, ttl=1)
+    clock.advance(seconds=59)
+    assert store.get(("ann", "prefs"), "seat", refresh_ttl=False) is not None
+    assert store.list_namespaces() == [("ann", "prefs"), ("ann", "trips")]
+    clock.advance(seconds=1)
+    assert store.get(("ann", "prefs"), "seat") is None
+    assert [i.key for i in store.search(("ann",))] == ["food"]
+    assert [i.key for i in store.search(("ann",), query="window seat Lisbon thai")] == ["food"]
+    assert store.list_namespaces() == [("ann", "prefs")]
+    assert [m["key"] for m in fake.facts["ann"]] == ["food"]  # the expired facts are gone
+
+
+def test_a_read_refreshes_the_ttl_unless_told_not_to(fake: FakeStrata) -> None:
+    clock = Clock()
+    store = sync_store(fake, clock=clock)
+    store.put(("ann",), "seat", {"seat": "window"}, ttl=1)
+    store.put(("ann",), "food", {"food": "thai"}, ttl=1)
+    clock.advance(seconds=50)
+    assert store.get(("ann",), "seat") is not None  # refreshed: expires at 1:50
+    assert store.get(("ann",), "food", refresh_ttl=False) is not None
+    clock.advance(seconds=20)  # 1:10
+    assert store.get(("ann",), "food") is None
+    item = store.get(("ann",), "seat")
+    assert item is not None and item.updated_at == clock.now - timedelta(seconds=70)
+    clock.advance(seconds=50)  # 2:00, 50 s after the last read
+    assert [i.key for i in store.search(("ann",))] == ["seat"]  # a search refreshes too
+    clock.advance(seconds=50)
+    assert [i.key for i in store.search(("ann",), refresh_ttl=False)] == ["seat"]
+    clock.advance(seconds=10)
+    assert store.search(("ann",)) == []
+
+
+def test_the_ttl_config_gives_the_default_ttl_and_read_refresh(fake: FakeStrata) -> None:
+    clock = Clock()
+    store = sync_store(fake, clock=clock,
+                       ttl=TTLConfig(default_ttl=2, refresh_on_read=False))
+    store.put(("ann",), "seat", {"seat": "window"})  # the default ttl
+    store.put(("ann",), "food", {"food": "thai"}, ttl=None)  # none, said so
+    clock.advance(minutes=1)
+    assert store.get(("ann",), "seat") is not None  # no refresh by default
+    clock.advance(minutes=1)
+    assert store.get(("ann",), "seat") is None
+    clock.advance(days=365)
+    assert store.get(("ann",), "food") is not None
+    store.put(("ann",), "food", {"food": "thai"}, ttl=1)  # a put sets the item's ttl anew
+    clock.advance(minutes=1)
+    assert store.get(("ann",), "food") is None
+
+
+def test_the_async_methods_keep_the_ttl(fake: FakeStrata) -> None:
+    clock = Clock()
+    store = StrataStore(aclient=AsyncClient("http://x", transport=httpx.MockTransport(fake),
+                                            retry=NO_RETRY), clock=clock)
+
+    async def run() -> None:
+        await store.aput(("ann",), "seat", {"seat": "window"}, ttl=1)
+        clock.advance(seconds=30)
+        assert await store.aget(("ann",), "seat") is not None
+        clock.advance(seconds=60)
+        assert await store.aget(("ann",), "seat") is None
+
+    asyncio.run(run())
+    assert fake.facts["ann"] == []
