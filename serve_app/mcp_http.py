@@ -14,6 +14,15 @@ role rules, validation and strict JSON, and no port to know (under ``serve deplo
 proxy's port is the config's, not ``STRATA_HTTP_PORT``). Stateless, because the replicas
 share nothing: each request builds its own transport and answers as JSON (no SSE stream,
 no server-to-client requests).
+
+A request refused before the SDK (no key or a wrong one: 401; the endpoint not running:
+503) is answered in the protocol the client speaks: the HTTP status with a JSON-RPC error
+body, ``{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message":
+"unauthorized: unknown API key", "data": {"error": ..., "detail": ...}}}``, which the SDK's
+client raises as ``MCPError`` with that message (a body in Strata's REST shape reaches the
+client only as "Server returned an error response"). A 401 also carries
+``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750), as the SDK's own bearer
+check sends. The id is null: the body of a refused request is not read.
 """
 
 from __future__ import annotations
@@ -26,15 +35,17 @@ import httpx
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INTERNAL_ERROR, INVALID_REQUEST
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from strata.auth import Principal
 from strata.client import AsyncClient
-from strata.errors import BackendUnavailable
+from strata.errors import BackendUnavailable, StrataError, Unauthorized
 from strata.mcp_server import build_server
 
-__all__ = ["McpEndpoint"]
+__all__ = ["McpEndpoint", "jsonrpc_refusal"]
 
 _IN_PROCESS = "http://strata.in-process"  # the tools' requests never leave the replica
 # Host and Origin are not checked (the SDK's DNS-rebinding guard would accept localhost
@@ -73,9 +84,13 @@ class McpEndpoint:
                 self._manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._manager is None:
-            raise BackendUnavailable("the MCP endpoint is not running in this replica")
-        self._authenticate(Request(scope))  # before the SDK reads anything
+        try:
+            if self._manager is None:
+                raise BackendUnavailable("the MCP endpoint is not running in this replica")
+            self._authenticate(Request(scope))  # before the SDK reads anything
+        except StrataError as exc:  # answered to the MCP client in its own protocol
+            await jsonrpc_refusal(exc)(scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)
 
     def _client_for(self, ctx: Context) -> AsyncClient:
@@ -85,3 +100,17 @@ class McpEndpoint:
         assert self._app is not None, "tools run only while the lifespan runs"
         return AsyncClient(_IN_PROCESS, api_key=key,
                            transport=httpx.ASGITransport(app=self._app))
+
+
+def jsonrpc_refusal(exc: StrataError) -> JSONResponse:
+    """The answer to a request refused before the SDK: the error's HTTP status, a JSON-RPC
+    error naming it (see the module docstring)."""
+    code = INVALID_REQUEST if exc.status_code < 500 else INTERNAL_ERROR
+    headers = {}
+    if isinstance(exc, Unauthorized):
+        description = exc.detail.replace('"', "'")
+        headers["WWW-Authenticate"] = (f'Bearer error="invalid_token", '
+                                       f'error_description="{description}"')
+    return JSONResponse(status_code=exc.status_code, headers=headers, content={
+        "jsonrpc": "2.0", "id": None,
+        "error": {"code": code, "message": f"{exc.code}: {exc.detail}", "data": exc.to_dict()}})

@@ -97,7 +97,11 @@ def test_no_key_or_a_wrong_one_is_refused_before_the_mcp_server(
     resp = httpx.post(f"{base}/mcp", json=initialize, timeout=30, headers={
         **headers, "Accept": "application/json, text/event-stream"})
     assert resp.status_code == 401, resp.text
-    assert resp.json()["error"] == "unauthorized"
+    body = resp.json()  # a JSON-RPC error, which the MCP client reads; Strata's shape in data
+    assert (body["jsonrpc"], body["id"], body["error"]["code"]) == ("2.0", None, -32600)
+    assert body["error"]["message"].startswith("unauthorized: ")
+    assert body["error"]["data"]["error"] == "unauthorized"
+    assert resp.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
 
 
 def test_the_body_limit_holds_for_mcp_too(base: str) -> None:
@@ -110,11 +114,12 @@ def test_the_body_limit_holds_for_mcp_too(base: str) -> None:
     assert resp.json()["error"] == "payload_too_large"
 
 
-def test_the_sdk_client_with_a_wrong_key_fails_to_initialise(base: str) -> None:
+def test_the_sdk_client_with_a_wrong_key_is_told_why(base: str) -> None:
     async def run() -> None:
         async with mcp_session(base, "wrong-key"):
             pass
 
     with pytest.raises(Exception) as caught:  # an ExceptionGroup: the SDK's task groups wrap it
         asyncio.run(run())
-    assert caught.group_contains(MCPError, match="error response")
+    # what stdio says too, not the SDK's "Server returned an error response"
+    assert caught.group_contains(MCPError, match=r"^unauthorized: unknown API key$")
