@@ -11,6 +11,10 @@ The API key option is ``--api-key`` (``--key`` before the subcommand still works
 
 ``main(argv, transport=...)`` sends the HTTP commands' requests through the given httpx
 transport (an ``httpx.MockTransport`` in tests) instead of the network.
+
+Why this module is long: it is the one argparse table of every subcommand, each a few lines
+of parsing and a thin call to ``Client``; split up, the help text and the option names that
+must not collide (``--key``) would live in several places.
 """
 
 from __future__ import annotations
@@ -91,6 +95,21 @@ def _recall(args: argparse.Namespace) -> int:
     else:
         print(result["context"] or "(nothing recalled)")
     return 0
+
+
+def _close(args: argparse.Namespace) -> int:
+    ack = _client(args).close_session(args.session, args.user, wait=args.wait,
+                                      timeout_s=args.timeout)
+    _print(ack)
+    return 1 if args.wait and (ack.get("job") or {}).get("status") == "failed" else 0
+
+
+def _job_status(args: argparse.Namespace) -> int:
+    client = _client(args)
+    record = (client.wait_for(args.job_id, timeout_s=args.timeout) if args.wait
+              else client.job(args.job_id))
+    _print(record)
+    return 1 if record.get("status") == "failed" else 0
 
 
 def _remember(args: argparse.Namespace) -> int:
@@ -311,6 +330,21 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--bound", type=float, default=FORGET_BOUND_S,
                         help="seconds to wait for the purge (default: the documented bound)")
     forget.set_defaults(func=_forget)
+
+    close = sub.add_parser("close", help="close a session (long-term extraction follows)")
+    close.add_argument("session")
+    close.add_argument("user")
+    close.add_argument("--wait", action="store_true",
+                       help="return once the extraction job is done or failed")
+    close.add_argument("--timeout", type=float, default=60.0, help="seconds (with --wait)")
+    close.set_defaults(func=_close)
+
+    status = sub.add_parser("job-status", help=(
+        "a queued job's status (the extraction_job of a close): queued, running, done, failed"))
+    status.add_argument("job_id")
+    status.add_argument("--wait", action="store_true", help="until done or failed")
+    status.add_argument("--timeout", type=float, default=60.0, help="seconds (with --wait)")
+    status.set_defaults(func=_job_status)
 
     memories = sub.add_parser("memories", help="list a user's memories")
     memories.add_argument("user")

@@ -48,6 +48,7 @@ _BY_CODE: dict[str, type[errors.StrataError]] = {
 # the request never reached the server: safe to send again whatever it was
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+JOB_POLL_S = 0.2  # how often ``wait_for`` asks for a job's status
 IMPORT_CHUNK_BYTES = 4 * 2**20  # half the server's default body limit (STRATA_MAX_BODY_BYTES)
 
 
@@ -239,6 +240,16 @@ class _Api:
         """Send in order, one after the other; ``combine`` makes one answer of the answers."""
         raise NotImplementedError
 
+    def _after(self, request: _Request, then: Callable[[Any], Any]) -> Any:
+        """Send ``request``, then answer what ``then`` makes of its answer (an awaitable
+        of the async client's methods awaited)."""
+        raise NotImplementedError
+
+    def _poll(self, job_id: str | None, timeout_s: float, interval_s: float,
+              ack: dict[str, Any] | None, user_id: str | None) -> Any:
+        """The job's record once finished (under ``job`` in ``ack`` when one is given)."""
+        raise NotImplementedError
+
     def _call(self, method: str, path: str, json: dict[str, Any] | None = None,
               params: dict[str, Any] | None = None, **how: Any) -> Any:
         return self._send(_Request(method, path, json, params, **how))
@@ -272,9 +283,33 @@ class _Api:
                           {"user_id": user_id, "turns": body},
                           repeatable=all(t.get("turn_id") for t in body))
 
-    def close_session(self, session_id: str, user_id: str) -> Any:
-        return self._call("POST", f"{_session(session_id)}/close", {"user_id": user_id},
-                          repeatable=True)
+    def close_session(self, session_id: str, user_id: str, *, wait: bool = False,
+                      timeout_s: float = 60.0) -> Any:
+        """Close the session; its long-term extraction runs in the background, as the ack's
+        ``extraction_job`` (None when there was nothing new). ``wait``: return once that
+        job is done or failed, its record under ``job`` (``TimeoutError`` past
+        ``timeout_s``), so a recall right after sees what it wrote."""
+        request = _Request("POST", f"{_session(session_id)}/close", {"user_id": user_id},
+                           repeatable=True)
+        if not wait:
+            return self._send(request)
+        return self._after(request, lambda ack: self._poll(
+            ack.get("extraction_job"), timeout_s, JOB_POLL_S, ack, user_id))
+
+    def job(self, job_id: str, user_id: str | None = None) -> Any:
+        """A queued job's record: ``status`` (queued, running, done, failed), ``attempts``,
+        ``written`` (counts by kind and action: ``facts.insert``, ``episodes.merge``, …).
+        ``user_id``: not found unless the job is that user's."""
+        return self._call("GET", f"/v1/jobs/{_segment('job_id', job_id)}",
+                          params=_clean({"user_id": user_id}))
+
+    def wait_for(self, job: str | dict[str, Any] | None, timeout_s: float = 60.0,
+                 interval_s: float = JOB_POLL_S, user_id: str | None = None) -> Any:
+        """Poll a job (its id, or a close ack) until it is done or failed: its final record,
+        or None for no job. A failed job is returned, not raised; ``TimeoutError`` past
+        ``timeout_s``."""
+        job_id = job.get("extraction_job") if isinstance(job, dict) else job
+        return self._poll(job_id, timeout_s, interval_s, None, user_id)
 
     def working_memory(self, session_id: str, user_id: str, agent: str | None = None) -> Any:
         return self._call("GET", f"{_session(session_id)}/working-memory",
@@ -418,6 +453,16 @@ def _import_totals(answers: list[Any]) -> dict[str, Any]:
     return totals
 
 
+def _finished(job_id: str, record: Any, deadline: float, ack: dict[str, Any] | None
+              ) -> tuple[bool, Any]:
+    """Whether polling ``job_id`` stops at ``record``, and the answer if it does."""
+    if record.get("status") in ("done", "failed"):
+        return True, record if ack is None else {**ack, "job": record}
+    if time.monotonic() >= deadline:
+        raise TimeoutError(f"job {job_id} still {record.get('status')!r} after the wait")
+    return False, None
+
+
 def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"}
 
@@ -466,6 +511,20 @@ class Client(_Api):
                    combine: Callable[[list[Any]], Any]) -> Any:
         return combine([self._send(r) for r in requests])
 
+    def _after(self, request: _Request, then: Callable[[Any], Any]) -> Any:
+        return then(self._send(request))
+
+    def _poll(self, job_id: str | None, timeout_s: float, interval_s: float,
+              ack: dict[str, Any] | None, user_id: str | None) -> Any:
+        if job_id is None:
+            return None if ack is None else {**ack, "job": None}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            done, answer = _finished(job_id, self.job(job_id, user_id), deadline, ack)
+            if done:
+                return answer
+            time.sleep(interval_s)
+
     def close(self) -> None:
         self._http.close()
 
@@ -512,6 +571,27 @@ class AsyncClient(_Api):
             return combine([await self._send(r) for r in requests])
 
         return send_each()
+
+    def _after(self, request: _Request, then: Callable[[Any], Any]) -> Awaitable[Any]:
+        async def after() -> Any:
+            return await then(await self._send(request))
+
+        return after()
+
+    def _poll(self, job_id: str | None, timeout_s: float, interval_s: float,
+              ack: dict[str, Any] | None, user_id: str | None) -> Awaitable[Any]:
+        async def poll() -> Any:
+            if job_id is None:
+                return None if ack is None else {**ack, "job": None}
+            deadline = time.monotonic() + timeout_s
+            while True:
+                done, answer = _finished(job_id, await self.job(job_id, user_id), deadline,
+                                         ack)
+                if done:
+                    return answer
+                await asyncio.sleep(interval_s)
+
+        return poll()
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -111,6 +111,22 @@ class ListMemoriesArgs(_Args):
     limit: int = Field(default=20, ge=1, le=100, description="Most memories to return.")
 
 
+class CloseSessionArgs(_Args):
+    user_id: str = UserId
+    session_id: str = Field(description="The conversation to close.")
+    wait: bool = Field(default=True, description=(
+        "Wait until what the conversation taught is stored (the extraction job is done), "
+        "so that recall sees it at once."))
+
+
+class JobStatusArgs(_Args):
+    user_id: str = UserId
+    job_id: str = Field(description="The extraction_job id that close_session returned.")
+    wait: bool = Field(default=False, description="Wait until the job is done or failed.")
+    timeout_s: float = Field(default=30.0, gt=0, le=120,
+                             description="Longest wait, in seconds.")
+
+
 class SearchKnowledgeArgs(_Args):
     query: str = Field(min_length=1, max_length=4000,
                        description="What to look up in the documentation.")
@@ -132,6 +148,16 @@ def _search(client: Any, a: SearchMemoriesArgs) -> Any:
 
 def _list(client: Any, a: ListMemoriesArgs) -> Any:
     return client.memories(a.user_id, kind=a.kind, status=a.status, limit=a.limit)
+
+
+def _close(client: Any, a: CloseSessionArgs) -> Any:
+    return client.close_session(a.session_id, a.user_id, wait=a.wait)
+
+
+def _job_status(client: Any, a: JobStatusArgs) -> Any:
+    if a.wait:
+        return client.wait_for(a.job_id, timeout_s=a.timeout_s, user_id=a.user_id)
+    return client.job(a.job_id, user_id=a.user_id)
 
 
 @dataclass(frozen=True)
@@ -170,6 +196,12 @@ TOOLS: dict[str, MemoryTool] = {t.name: t for t in (
                "if the application does not record turns itself).",
                AddTurnArgs, lambda c, a: c.add_turn(a.session_id, a.user_id, a.role, a.content),
                False),
+    MemoryTool("close_session", "Close a conversation when it ends: what it taught about the "
+               "user is then stored as long-term memory (with wait, before this returns).",
+               CloseSessionArgs, _close, False),
+    MemoryTool("job_status", "Whether a closed conversation's memories are stored yet: the "
+               "extraction job's status (queued, running, done, failed) and what it wrote.",
+               JobStatusArgs, _job_status, True),
 )}
 
 

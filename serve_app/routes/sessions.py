@@ -1,8 +1,11 @@
 """Working memory over HTTP: ``/v1/sessions/{session_id}/…`` — each call is one call to
-the user's session shard."""
+the user's session shard — and ``/v1/jobs/{job_id}``, the status of the extraction a close
+queued (read from Redis, where the queue keeps it)."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,14 +14,16 @@ from serve_app.guards import api_router
 from serve_app.routes.base import IngressState, resolve
 from serve_app.routes.deps import AgentParam, Caller
 from strata.auth import scope_for
-from strata.errors import InvalidInput
+from strata.errors import InvalidInput, NotFound
 from strata.models import AgentName
 from strata.shard.models import CloseAck, TurnAck, TurnIn, WorkingMemoryView
+from strata.stores.redis_ports import JobRecord
 
 __all__ = ["SessionRoutes", "TaskStateRequest", "TurnBatchRequest", "TurnBatchResponse",
            "TurnRequest", "UserRequest", "router"]
 
 router = api_router()
+JOB_ID = re.compile(r"\d{1,20}-\d{1,20}")
 
 
 class TurnRequest(TurnIn):
@@ -113,3 +118,19 @@ class SessionRoutes(IngressState):
         state = await resolve(self._shards.for_scope(scope).patch_task_state.remote(
             scope, session_id, body.patch, principal.viewer(body.agent)))
         return TaskState(session_id=session_id, task_state=state)
+
+    @router.get("/v1/jobs/{job_id}", response_model=JobRecord)
+    async def job(self, job_id: str, principal: Caller, user_id: str | None = None
+                  ) -> JobRecord:
+        """A queued job's status (``queued``, ``running``, ``done`` with what it wrote, or
+        ``failed``), as ``close`` named it in ``extraction_job``; kept 7 days. Another
+        tenant's job is not found, as an unknown one is; so is another user's when
+        ``user_id`` is given (an MCP server bound to one user gives it)."""
+        if not JOB_ID.fullmatch(job_id):
+            raise InvalidInput(f"not a job id: {job_id[:40]!r} (expected <ms>-<seq>)")
+        scope = scope_for(principal, user_id) if user_id is not None else None
+        record = await asyncio.to_thread(self._redis.queues.job, job_id)
+        if record is None or record.tenant != principal.tenant or (
+                scope is not None and record.user_id != scope.user):
+            raise NotFound(f"no job {job_id!r} (unknown, or expired after 7 days)")
+        return record

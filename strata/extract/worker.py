@@ -23,7 +23,7 @@ from strata.models import MemoryKind, Scope, Turn
 from strata.stores.embedders import PreparedEmbedder
 from strata.stores.keys import QUEUE_LOW, SessionRef
 from strata.stores.ports import VectorStore, WriteBatching
-from strata.stores.redis_ports import QueueMessage, SessionLog, WriteQueues
+from strata.stores.redis_ports import JobStatus, QueueMessage, SessionLog, WriteQueues
 
 __all__ = ["ExtractionWorker", "LongTermWriter", "WriteSummary"]
 
@@ -38,6 +38,15 @@ class WriteSummary(BaseModel):
     dropped: int = 0
     forgotten: int = 0
     deleted: int = 0  # made from turns the user deleted after the job read them
+
+    def counts(self) -> dict[str, int]:
+        """Flat counts for a job's record: ``facts.insert``, ``episodes.merge``, ``dropped``,
+        ``forgotten``, ``deleted`` (zeros left out)."""
+        flat = {f"facts.{k}": v for k, v in self.facts.items()}
+        flat.update({f"episodes.{k}": v for k, v in self.episodes.items()})
+        flat.update({"dropped": self.dropped, "forgotten": self.forgotten,
+                     "deleted": self.deleted})
+        return {k: v for k, v in flat.items() if v}
 
 
 class LongTermWriter:
@@ -130,7 +139,10 @@ class ExtractionWorker:
             logger.error("dropping extraction job %s after %s deliveries", message.id,
                          message.deliveries)
             self._queues.ack(self._queue, GROUP, [message.id])
+            self._queues.update_job(message.id, JobStatus.FAILED,
+                                    attempts=message.deliveries - 1)
             return
+        self._queues.update_job(message.id, JobStatus.RUNNING, attempts=message.deliveries)
         job = message.payload
         scope = Scope(tenant=job["tenant"], user=job["user_id"])
         turns = turns_in_range(self._log, SessionRef(scope, job["session_id"]),
@@ -139,8 +151,11 @@ class ExtractionWorker:
             candidates = attribute([*self._extractor.extract(turns),
                                     *exchange_candidates(turns)], turns)
             summary = self._write(scope, candidates)
-        except Exception:  # left pending: another delivery retries it
+        except Exception as exc:  # left pending: another delivery retries it
             logger.exception("extraction job %s failed", message.id)
+            # the error's type only: its message may quote the turns
+            self._queues.update_job(message.id, JobStatus.QUEUED, error=type(exc).__name__)
             return
         logger.info("job %s: %s", message.id, summary.model_dump())
         self._queues.ack(self._queue, GROUP, [message.id])
+        self._queues.update_job(message.id, JobStatus.DONE, written=summary.counts())

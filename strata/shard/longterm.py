@@ -44,6 +44,7 @@ from strata.stores.redis_ports import (
     AuditLog,
     ForgetLog,
     ForgetRequest,
+    JobStatus,
     UserRegistry,
     WriteQueues,
 )
@@ -152,6 +153,7 @@ class ShardMemories:
             "user_id": scope.user, "session_id": turn.session_id, "wal_from": wal_from,
             "wal_to": wal_to})
         try:
+            summary = WriteSummary()
             with self.lock:
                 for cand in forget:
                     result.forgotten.extend(self._forget(scope, _request(cand, turn)))
@@ -161,6 +163,8 @@ class ShardMemories:
                     result.remembered = [f"{k}:{v}" for k, v in summary.facts.items()]
             self._queues.ensure_group(QUEUE_HIGH, HIGH_GROUP)
             self._queues.ack(QUEUE_HIGH, HIGH_GROUP, [job])
+            summary.forgotten = len(result.forgotten)
+            self._queues.update_job(job, JobStatus.DONE, written=summary.counts())
         except StrataError as exc:
             logger.warning("explicit intent deferred to the queue: %s", exc.detail)
             result.deferred = True

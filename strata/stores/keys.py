@@ -13,6 +13,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     active:{shard}           zset    live sessions of a shard by last activity
     archived                 zset    closed sessions by the time they were archived
     q:ltm:high|low           stream  long-term write queues
+    job:{id}                 string  a queued job's status as JSON (ids and counts, no text)
     audit:{scope}            stream  content-free audit events
     recall-log               stream  recalled memory ids per scope (content-free)
     users                    set     scope keys of the users with long-term memory
@@ -46,6 +47,7 @@ __all__ = [
     "followup_outcomes",
     "followup_quiet",
     "forgets",
+    "job",
     "outcome_counts",
     "outcome_field",
     "parse_scope_key",
@@ -118,6 +120,10 @@ def user_keys(kind: str, scope: Scope) -> str:
 def user_members(scope: Scope) -> str:
     """The pattern matching the user's sessions in a zset of session keys."""
     return f"{scope.key}:*"
+
+
+def job(job_id: str) -> str:
+    return f"job:{job_id}"
 
 
 def forgets(scope: Scope) -> str:

@@ -6,15 +6,20 @@
 in-memory double of the same ports (the contract tests run against both). A retried turn is made
 idempotent by the session log's turn-id set, written in the transaction of the turn's WAL
 entry.
+
+Why this module is long: it is the one contract of everything Strata keeps in Redis — nine
+small protocols and the data types they exchange — and both adapters and the contract tests
+are written against it; split up, a reader would lose the one place to see the whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from strata.errors import InvalidInput
 from strata.models import Scope, UtcDatetime
@@ -24,12 +29,15 @@ __all__ = [
     "AUDIT_FIELDS",
     "FORGET_LOG_MAX",
     "FORGET_LOG_TTL_S",
+    "JOB_TTL_S",
     "RECALL_LOG_MAXLEN",
     "AppendOnlyFile",
     "AuditLog",
     "FollowUpState",
     "ForgetLog",
     "ForgetRequest",
+    "JobRecord",
+    "JobStatus",
     "QueueDepth",
     "QueueMessage",
     "RecallLog",
@@ -57,6 +65,9 @@ FORGET_LOG_TTL_S = 7 * 86_400
 extraction's delay, and never longer than the shortest archive retention (the requests hold
 the user's words)."""
 
+JOB_TTL_S = 7 * 86_400
+"""A job's status record goes this long after its last change."""
+
 
 def check_content_free(fields: Mapping[str, object]) -> None:
     """``InvalidInput`` unless every field of an audit event is in ``AUDIT_FIELDS``."""
@@ -71,6 +82,62 @@ class QueueMessage(BaseModel):
     id: str
     payload: dict[str, Any]
     deliveries: int = 1
+
+
+class JobStatus(StrEnum):
+    """Where a queued job is: waiting, being processed, finished, or given up on."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class JobRecord(BaseModel):
+    """A queued job's status, kept beside its queue entry (which ack deletes): ids, counts
+    and an error's type, never text. ``written`` counts the job's writes by kind and action
+    (``facts.insert``, ``episodes.merge``, ``dropped``, ``forgotten``, ...)."""
+
+    id: str
+    status: JobStatus
+    kind: str
+    reason: str = ""
+    tenant: str
+    user_id: str
+    session_id: str | None = None
+    queue: str
+    created_at: float
+    updated_at: float
+    attempts: int = 0
+    written: dict[str, int] = Field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+    @classmethod
+    def queued(cls, job_id: str, queue: str, payload: Mapping[str, Any], now: float
+               ) -> JobRecord:
+        """The record of a job just queued with ``payload`` (its ids, never its text)."""
+        return cls(id=job_id, status=JobStatus.QUEUED, kind=str(payload.get("type", "")),
+                   reason=str(payload.get("reason", "")),
+                   tenant=str(payload.get("tenant", "")),
+                   user_id=str(payload.get("user_id", "")),
+                   session_id=payload.get("session_id"),
+                   queue=queue, created_at=now, updated_at=now)
+
+    def progressed(self, status: JobStatus, now: float, attempts: int | None,
+                   written: Mapping[str, int] | None, error: str | None) -> JobRecord:
+        """This record after an ``update_job``."""
+        changes: dict[str, Any] = {"status": status, "updated_at": now}
+        if attempts is not None:
+            changes["attempts"] = attempts
+        if written is not None:
+            changes["written"] = dict(written)
+        if error is not None or status is JobStatus.DONE:
+            changes["error"] = error
+        return self.model_copy(update=changes)
 
 
 class QueueDepth(BaseModel):
@@ -209,6 +276,17 @@ class WriteQueues(Protocol):
 
     def remove_user(self, queue: str, scope: Scope) -> int:
         """Delete the user's entries; how many went."""
+        ...
+
+    def job(self, job_id: str) -> JobRecord | None:
+        """The status of a job ``enqueue`` returned (``queued`` from the moment it is
+        queued), or None once it has expired or for an id never queued."""
+        ...
+
+    def update_job(self, job_id: str, status: JobStatus, *, attempts: int | None = None,
+                   written: Mapping[str, int] | None = None, error: str | None = None
+                   ) -> None:
+        """Record a job's progress (nothing for an id with no record)."""
         ...
 
 

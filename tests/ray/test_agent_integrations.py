@@ -108,8 +108,9 @@ def test_strata_mcp_over_stdio_with_the_services_keys(base: str) -> None:
         ("remember", {"key": "preference.seat", "value": "aisle"}),
         ("recall", {"query": "which seat does cy prefer? aisle or window"}),
         ("list_memories", {"kind": "fact"})))
-    assert sorted(tools) == ["add_turn", "forget", "list_memories", "recall", "remember",
-                             "search_knowledge", "search_memories"]
+    assert sorted(tools) == ["add_turn", "close_session", "forget", "job_status",
+                             "list_memories", "recall", "remember", "search_knowledge",
+                             "search_memories"]
     assert not remembered.is_error and not recalled.is_error
     assert "aisle" in json.loads(recalled.content[0].text)["context"]
     assert [m["text"] for m in json.loads(listed.content[0].text)["memories"]] == [

@@ -86,7 +86,8 @@ def readme_cli_commands() -> list[list[str]]:
     lines = [line.strip() for line in README.read_text().splitlines()
              if line.strip().startswith(".venv/bin/strata ")
              and not line.strip().startswith(".venv/bin/strata job ")]
-    return [shlex.split(line.replace("<memory id>", "m1"), comments=True)[1:]
+    return [shlex.split(line.replace("<memory id>", "m1").replace("<job id>", "7-0"),
+                        comments=True)[1:]
             for line in lines]
 
 
@@ -116,7 +117,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorder:
 
 def test_the_readme_cli_commands_send_what_they_say(recorded: Recorder) -> None:
     commands = readme_cli_commands()
-    assert [c[0] for c in commands] == ["recall", "remember", "memories", "forget", "eval"]
+    assert [c[0] for c in commands] == ["recall", "remember", "memories", "forget", "close",
+                                        "job-status", "eval"]
     for argv in commands[:-1]:  # eval needs a LoCoMo folder; its arguments are parsed below
         assert recorded.main(argv) == 0, argv
     assert recorded.main(["forget", "ann", "--all"]) == 0
@@ -132,6 +134,9 @@ def test_the_readme_cli_commands_send_what_they_say(recorded: Recorder) -> None:
             "value": "window"}),
         ("GET", "/v1/users/ann/memories?kind=fact&limit=100", "Bearer k", None),
         ("DELETE", "/v1/users/ann/memories/m1", "Bearer k", None),
+        # the recorder's ack names no extraction job: --wait has nothing to wait for
+        ("POST", "/v1/sessions/s1/close", "Bearer k", {"user_id": "ann"}),
+        ("GET", "/v1/jobs/7-0", "Bearer k", None),
         ("DELETE", "/v1/users/ann", "Bearer k", None)]
     evaluation = build_parser().parse_args(commands[-1])
     assert (evaluation.suite, evaluation.k) == ("locomo", "5,10,20")

@@ -19,7 +19,13 @@ from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, deleted_turn, parse_scope_key
 from strata.stores.redis import RedisStore
 from strata.stores.redis_memory import InMemoryRedis
-from strata.stores.redis_ports import FORGET_LOG_MAX, FORGET_LOG_TTL_S, ForgetRequest
+from strata.stores.redis_ports import (
+    FORGET_LOG_MAX,
+    FORGET_LOG_TTL_S,
+    JOB_TTL_S,
+    ForgetRequest,
+    JobStatus,
+)
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
 ALICE = Scope(tenant="acme", user="alice")
@@ -193,6 +199,38 @@ def test_a_crashed_consumers_entries_are_claimed_with_their_delivery_count(
     assert [(m.id, m.payload, m.deliveries) for m in claimed] == [(taken[0].id, {"job": "x"}, 2)]
 
 
+def test_a_job_is_queued_from_its_first_moment_and_its_record_follows_it(store: Store) -> None:
+    queues = store.queues
+    queues.ensure_group(QUEUE_LOW, "g")
+    job_id = queues.enqueue(QUEUE_LOW, {"type": "extract_session", "reason": "close",
+                                        "tenant": "acme", "user_id": "alice",
+                                        "session_id": "s1", "wal_from": "0", "wal_to": "1-0"})
+    record = queues.job(job_id)
+    assert record is not None and record.status is JobStatus.QUEUED and not record.finished
+    assert (record.id, record.kind, record.reason, record.tenant, record.user_id,
+            record.session_id, record.queue) == (
+        job_id, "extract_session", "close", "acme", "alice", "s1", QUEUE_LOW)
+    assert "wal_from" not in record.model_dump()  # ids and counts only
+    queues.update_job(job_id, JobStatus.RUNNING, attempts=1)
+    queues.update_job(job_id, JobStatus.QUEUED, error="TimeoutError")
+    assert (queues.job(job_id).status, queues.job(job_id).error) == (  # type: ignore[union-attr]
+        JobStatus.QUEUED, "TimeoutError")
+    queues.update_job(job_id, JobStatus.DONE, attempts=2, written={"facts.insert": 1})
+    done = queues.job(job_id)
+    assert done is not None and done.finished and done.error is None
+    assert (done.attempts, done.written, done.created_at) == (2, {"facts.insert": 1},
+                                                              record.created_at)
+    assert queues.job("1-0") is None
+    queues.update_job("1-0", JobStatus.DONE)  # no record: nothing written
+    assert queues.job("1-0") is None
+
+
+def test_a_job_record_expires(redis_store: RedisStore) -> None:
+    job_id = redis_store.queues.enqueue(QUEUE_LOW, {"tenant": "acme", "user_id": "alice"})
+    ttl = redis_store.connection.client.ttl(redis_store.connection.key(f"job:{job_id}"))
+    assert JOB_TTL_S - 60 < ttl <= JOB_TTL_S
+
+
 def test_a_consumer_waits_for_block_ms_and_a_missing_group_is_an_error(store: Store) -> None:
     queues = store.queues
     queues.ensure_group(QUEUE_LOW, "g")
@@ -357,8 +395,8 @@ def test_the_key_layout_is_what_existing_data_is_stored_under(redis_store: Redis
     redis_store.sessions.put_snapshot(S1, {"x": 1}, "0-1")
     redis_store.index.touch(3, S1, 1.0)
     redis_store.index.archive(S1, 60)
-    redis_store.queues.enqueue(QUEUE_LOW, {"job": 1})
-    redis_store.queues.enqueue(QUEUE_HIGH, {"job": 2})
+    jobs = [redis_store.queues.enqueue(QUEUE_LOW, {"job": 1}),
+            redis_store.queues.enqueue(QUEUE_HIGH, {"job": 2})]
     redis_store.audit.append(ALICE, action="delete")
     redis_store.recalls.add(ALICE, ["m1"], "personal")
     redis_store.users.register(ALICE)
@@ -372,7 +410,7 @@ def test_the_key_layout_is_what_existing_data_is_stored_under(redis_store: Redis
         "wal:acme:alice:s1", "turns:acme:alice:s1", "wm:acme:alice:s1", "active:3",
         "archived", "q:ltm:low", "q:ltm:high", "audit:acme:alice", "recall-log", "users",
         "fu:acme:alice:quiet", "fu:acme:alice:outcomes", "fu:acme:alice:s1:count",
-        "forgets:acme:alice", "deleted:acme:alice"}
+        "forgets:acme:alice", "deleted:acme:alice", *(f"job:{j}" for j in jobs)}
     for key in ("forgets:acme:alice", "deleted:acme:alice"):
         ttl = redis_store.connection.client.ttl(redis_store.connection.key(key))
         assert FORGET_LOG_TTL_S - 60 < ttl <= FORGET_LOG_TTL_S

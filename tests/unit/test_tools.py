@@ -45,7 +45,7 @@ def test_definitions_are_valid_openai_tools_with_valid_json_schemas() -> None:
     tools = openai_tools()
     assert {t["function"]["name"] for t in tools} == {
         "add_turn", "recall", "remember", "forget", "search_memories", "list_memories",
-        "search_knowledge"}
+        "search_knowledge", "close_session", "job_status"}
     for tool in tools:
         fn = tool["function"]
         assert tool["type"] == "function" and OPENAI_NAME.match(fn["name"])

@@ -32,6 +32,15 @@ export type TurnIn = Schemas["TurnIn"];
 export type TurnOptions = Pick<TurnIn, "created_at" | "metadata" | "turn_id">
   & { autoTurnId?: boolean };
 export type RecallOptions = Omit<RecallRequest, "user_id" | "query">;
+/** A queued job's status record (`GET /v1/jobs/{job_id}`). */
+export type JobRecord = Schemas["JobRecord"];
+/** How `closeSession` and `waitFor` wait for a job. */
+export interface WaitOptions {
+  wait?: boolean;
+  timeoutMs?: number;
+  intervalMs?: number;
+  userId?: string;
+}
 
 export interface StrataClientOptions {
   /** where Strata listens; default `http://127.0.0.1:8000` */
@@ -125,11 +134,39 @@ export class StrataClient {
       this.api.POST("/v1/sessions/{session_id}/turns/batch", { params: { path }, body, signal }));
   }
 
-  /** Close a session: queue its long-term extraction and archive its working memory. */
-  async closeSession(sessionId: string, userId: string): Promise<JsonObject> {
+  /** Close a session: queue its long-term extraction and archive its working memory.
+   *  `wait`: resolve once the extraction job is done or failed, its record under `job`,
+   *  so a recall right after sees what it wrote (a timeout error past `timeoutMs`). */
+  async closeSession(sessionId: string, userId: string,
+                     { wait = false, timeoutMs = 60_000 }: WaitOptions = {}): Promise<JsonObject> {
     const path = { session_id: segment("sessionId", sessionId) };
-    return this.send(READ, (signal) => this.api.POST("/v1/sessions/{session_id}/close",
-      { params: { path }, body: { user_id: userId }, signal })) as Promise<JsonObject>;
+    const ack = await this.send(READ, (signal) => this.api.POST("/v1/sessions/{session_id}/close",
+      { params: { path }, body: { user_id: userId }, signal })) as JsonObject;
+    if (!wait) return ack;
+    const jobId = ack.extraction_job as string | null | undefined;
+    return { ...ack, job: jobId ? await this.waitFor(jobId, { timeoutMs, userId }) : null };
+  }
+
+  /** A queued job's record: `status` (queued, running, done, failed), `attempts`, `written`
+   *  (counts: `facts.insert`, `episodes.merge`, …). `userId`: not found unless it is theirs. */
+  async job(jobId: string, userId?: string): Promise<JobRecord> {
+    const path = { job_id: segment("jobId", jobId) };
+    return this.send(READ, (signal) => this.api.GET("/v1/jobs/{job_id}",
+      { params: { path, query: clean({ user_id: userId }) }, signal }));
+  }
+
+  /** Poll a job until it is done or failed (a failed job is answered, not thrown). */
+  async waitFor(jobId: string, { timeoutMs = 60_000, intervalMs = 200, userId }: WaitOptions = {}):
+      Promise<JobRecord> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const record = await this.job(jobId, userId);
+      if (record.status === "done" || record.status === "failed") return record;
+      if (Date.now() >= deadline) {
+        throw new Error(`job ${jobId} still ${JSON.stringify(record.status)} after ${timeoutMs} ms`);
+      }
+      await sleep(intervalMs);
+    }
   }
 
   /** The session's window, rolling summary, pinned turns and task state. */

@@ -1,6 +1,8 @@
 /** `@strata-memory/client`: a TypeScript client for Strata, layered memory for LLM agents. */
 export { StrataClient } from "./client.js";
 export type {
+  JobRecord,
+  WaitOptions,
   DocumentIn, JsonObject, MemoryCreate, MemoryKind, MemoryPatch, RecallOptions, RecallRequest,
   RecallResponse, StrataClientOptions, TurnAck, TurnBatchResponse, TurnIn, TurnOptions,
   ValidationQuestion,

@@ -236,6 +236,29 @@ export interface paths {
         patch: operations["task_state_v1_sessions__session_id__task_state_patch"];
         trace?: never;
     };
+    "/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Job
+         * @description A queued job's status (``queued``, ``running``, ``done`` with what it wrote, or
+         *     ``failed``), as ``close`` named it in ``extraction_job``; kept 7 days. Another
+         *     tenant's job is not found, as an unknown one is; so is another user's when
+         *     ``user_id`` is given (an MCP server bound to one user gives it).
+         */
+        get: operations["job_v1_jobs__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/recall": {
         parameters: {
             query?: never;
@@ -705,6 +728,53 @@ export interface components {
              */
             deferred?: boolean;
         };
+        /**
+         * JobRecord
+         * @description A queued job's status, kept beside its queue entry (which ack deletes): ids, counts
+         *     and an error's type, never text. ``written`` counts the job's writes by kind and action
+         *     (``facts.insert``, ``episodes.merge``, ``dropped``, ``forgotten``, ...).
+         */
+        JobRecord: {
+            /** Id */
+            id: string;
+            status: components["schemas"]["JobStatus"];
+            /** Kind */
+            kind: string;
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+            /** Tenant */
+            tenant: string;
+            /** User Id */
+            user_id: string;
+            /** Session Id */
+            session_id?: string | null;
+            /** Queue */
+            queue: string;
+            /** Created At */
+            created_at: number;
+            /** Updated At */
+            updated_at: number;
+            /**
+             * Attempts
+             * @default 0
+             */
+            attempts?: number;
+            /** Written */
+            written?: {
+                [key: string]: number;
+            };
+            /** Error */
+            error?: string | null;
+        };
+        /**
+         * JobStatus
+         * @description Where a queued job is: waiting, being processed, finished, or given up on.
+         * @enum {string}
+         */
+        JobStatus: "queued" | "running" | "done" | "failed";
         /**
          * KnowledgeHit
          * @description A current chunk that matched, once per text; ``doc_ids``: every document holding it.
@@ -2325,6 +2395,93 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TaskState"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    job_v1_jobs__job_id__get: {
+        parameters: {
+            query?: {
+                user_id?: string | null;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobRecord"];
                 };
             };
             /** @description no API key, or an unknown one */

@@ -57,6 +57,27 @@ describe("the client against the live service", { skip }, () => {
     assert.ok(recalled.items.some((i) => i.id === memoryId), JSON.stringify(recalled.items));
   });
 
+  test("closing a session names its extraction job; its status is readable by its tenant only",
+       async () => {
+    await acme.addTurn("s-job", user, "user", "I'm allergic to peanuts.");
+    const ack = await acme.closeSession("s-job", user);
+    const jobId = ack.extraction_job;
+    assert.match(jobId, /^\d+-\d+$/);
+    const record = await acme.job(jobId, user);
+    assert.equal(record.id, jobId);
+    assert.equal(record.session_id, "s-job");
+    assert.ok(["queued", "running", "done"].includes(record.status), record.status);
+    await assert.rejects(globex.job(jobId), (e) => e instanceof StrataError && e.status === 404);
+    await assert.rejects(acme.job(jobId, `${user}-other`),
+                         (e) => e instanceof StrataError && e.status === 404);
+    // the service under this test runs no extraction worker: the job stays queued
+    await assert.rejects(acme.waitFor(jobId, { timeoutMs: 300, intervalMs: 50 }),
+                         /still "queued"/);
+    const again = await acme.closeSession("s-job", user, { wait: true });
+    assert.equal(again.already_closed, true);
+    assert.equal(again.job, null);
+  });
+
   test("another tenant's key sees nothing of it and cannot forget it", async () => {
     assert.deepEqual((await globex.listMemories(user)).memories, []);
     const theirs = await globex.recall(user, "which seat does Ann like?", { session_id: "s1" });

@@ -1,17 +1,21 @@
 """The long-term write queues as Redis streams read through consumer groups: ack deletes
-the entry, so no payload outlives its processing; a dead consumer's entries are claimed."""
+the entry, so no payload outlives its processing; a dead consumer's entries are claimed.
+Each entry's status record (``job:{id}``) is written with it, in one script, so a job is
+``queued`` from the moment its id exists."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import redis
 
 from strata.models import Scope
+from strata.stores import keys
 from strata.stores.redis.connection import RedisConnection, dumps, redis_errors, stream_id
-from strata.stores.redis_ports import QueueDepth, QueueMessage
+from strata.stores.redis_ports import JOB_TTL_S, JobRecord, JobStatus, QueueDepth, QueueMessage
 
 __all__ = ["RedisWriteQueues"]
 
@@ -22,6 +26,7 @@ class RedisWriteQueues:
     def __init__(self, conn: RedisConnection) -> None:
         self._conn = conn
         self._r = conn.client
+        self._enqueue = self._r.register_script(_ENQUEUE)
 
     def ensure_group(self, queue: str, group: str) -> None:
         with redis_errors("create group"):
@@ -32,8 +37,11 @@ class RedisWriteQueues:
                     raise
 
     def enqueue(self, queue: str, payload: Mapping[str, Any]) -> str:
+        record = JobRecord.queued("", queue, payload, time.time())
         with redis_errors("enqueue"):
-            return stream_id(self._r.xadd(self._conn.key(queue), {"data": dumps(payload)}))
+            return stream_id(self._enqueue(
+                keys=[self._conn.key(queue), self._conn.key(keys.job(""))],
+                args=[dumps(payload), record.model_dump_json(), JOB_TTL_S]))
 
     def consume(self, queue: str, group: str, consumer: str, count: int = 10,
                 block_ms: int | None = None) -> list[QueueMessage]:
@@ -96,6 +104,22 @@ class RedisWriteQueues:
             rows = self._r.xrange(self._conn.key(queue), min="-", max="+")
         return [(rid.decode(), json.loads(f[b"data"])) for rid, f in rows]
 
+    def job(self, job_id: str) -> JobRecord | None:
+        with redis_errors("read job"):
+            raw = self._r.get(self._conn.key(keys.job(job_id)))
+        return None if raw is None else JobRecord.model_validate_json(raw)
+
+    def update_job(self, job_id: str, status: JobStatus, *, attempts: int | None = None,
+                   written: Mapping[str, int] | None = None, error: str | None = None
+                   ) -> None:
+        found = self.job(job_id)  # one consumer holds a job at a time: no lost update
+        if found is None:
+            return
+        record = found.progressed(status, time.time(), attempts, written, error)
+        with redis_errors("update job"):
+            self._r.set(self._conn.key(keys.job(job_id)), record.model_dump_json(),
+                        ex=JOB_TTL_S)
+
     def remove_user(self, queue: str, scope: Scope) -> int:
         doomed = [rid for rid, p in self.entries(queue)
                   if p.get("tenant") == scope.tenant and p.get("user_id") == scope.user]
@@ -103,3 +127,12 @@ class RedisWriteQueues:
             return 0
         with redis_errors("queue delete"):
             return int(self._r.xdel(self._conn.key(queue), *doomed))
+
+
+_ENQUEUE = """
+local id = redis.call('XADD', KEYS[1], '*', 'data', ARGV[1])
+local record = cjson.decode(ARGV[2])
+record['id'] = id
+redis.call('SET', KEYS[2] .. id, cjson.encode(record), 'EX', tonumber(ARGV[3]))
+return id
+"""

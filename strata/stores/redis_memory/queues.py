@@ -11,8 +11,9 @@ from typing import Any
 
 from strata.errors import QueueStoreError
 from strata.models import Scope
+from strata.stores import keys
 from strata.stores.redis_memory.keyspace import Group, Keyspace, Pending, Stream, dumps, parse_id
-from strata.stores.redis_ports import QueueDepth, QueueMessage
+from strata.stores.redis_ports import JOB_TTL_S, JobRecord, JobStatus, QueueDepth, QueueMessage
 
 __all__ = ["MemoryWriteQueues"]
 
@@ -35,8 +36,29 @@ class MemoryWriteQueues:
             self._ks.ensure(queue, Stream).groups.setdefault(group, Group())
 
     def enqueue(self, queue: str, payload: Mapping[str, Any]) -> str:
+        with self._ks.lock:  # the entry and its status record at once, as the script does
+            job_id = self._ks.xadd(queue, {"data": dumps(payload)})
+            self._put_job(JobRecord.queued(job_id, queue, payload, self._ks.clock()))
+            return job_id
+
+    def _put_job(self, record: JobRecord) -> None:
+        name = keys.job(record.id)
+        self._ks.put(name, record.model_dump_json())
+        self._ks.expire(name, JOB_TTL_S)
+
+    def job(self, job_id: str) -> JobRecord | None:
         with self._ks.lock:
-            return self._ks.xadd(queue, {"data": dumps(payload)})
+            raw = self._ks.get(keys.job(job_id), str)
+        return None if raw is None else JobRecord.model_validate_json(raw)
+
+    def update_job(self, job_id: str, status: JobStatus, *, attempts: int | None = None,
+                   written: Mapping[str, int] | None = None, error: str | None = None
+                   ) -> None:
+        with self._ks.lock:
+            found = self.job(job_id)
+            if found is not None:
+                self._put_job(found.progressed(status, self._ks.clock(), attempts, written,
+                                               error))
 
     def consume(self, queue: str, group: str, consumer: str, count: int = 10,
                 block_ms: int | None = None) -> list[QueueMessage]:
