@@ -1,50 +1,84 @@
-"""One client of an OpenAI-compatible chat endpoint (``POST {base_url}/chat/completions``),
-shared by the optional LLM paths: extraction, query expansion and working-memory summaries.
-Whatever goes wrong — the network, the status, the reply's shape, JSON that does not fit the
-schema — is one ``ChatFailed``; each caller then falls back to its rules."""
+"""One client of an OpenAI-compatible chat endpoint (``POST {base_url}/chat/completions``)
+through the ``openai`` SDK (``strata.providers``), shared by the optional LLM paths:
+extraction, query expansion and working-memory summaries. Whatever goes wrong — the network,
+the status, the reply's shape, JSON that does not fit the schema — is one ``ChatFailed``;
+each caller then falls back to its rules.
+
+Retries are the caller's choice and none by default: every chat path has a rule fallback,
+and the query expander sits on a recall's path, where a wait costs more than the rules'
+answer (``docs/providers.md``)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from strata.providers import ProviderFailed, RetryPolicy, call_with_retries, openai_client
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
 __all__ = ["ChatClient", "ChatFailed"]
 
 M = TypeVar("M", bound=BaseModel)
+NO_RETRY = RetryPolicy(retries=0)
 
 
 class ChatFailed(Exception):
-    """The chat model gave no usable reply."""
+    """The chat model gave no usable reply; ``status`` is the endpoint's HTTP status when it
+    answered with an error (401/403: the key was refused, and that was not retried)."""
+
+    def __init__(self, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+
+    @property
+    def auth(self) -> bool:
+        return self.status in (401, 403)
 
 
 class ChatClient:
-    """``model`` at ``base_url``, with a bearer ``api_key`` when one is set."""
+    """``model`` at ``base_url``, with a bearer ``api_key`` when one is set; each attempt is
+    cut at ``timeout_s``, and failed attempts are retried under ``retry``. ``transport``
+    replaces the network (a test's ``httpx.MockTransport``)."""
 
     def __init__(self, base_url: str, api_key: str, model: str, timeout_s: float,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout_s, transport=transport)
+                 transport: httpx.BaseTransport | None = None, *,
+                 retry: RetryPolicy = NO_RETRY) -> None:
+        self._client = openai_client(base_url, api_key, timeout_s, transport)
+        self._keyed = bool(api_key)
+        self._retry = retry
         self.model = model
 
     def reply(self, messages: list[dict[str, str]], *, json_object: bool = False,
               max_tokens: int | None = None) -> str:
         """The model's answer to ``messages`` (temperature 0)."""
-        body: dict[str, Any] = {"model": self.model, "temperature": 0, "messages": messages}
+        options: dict[str, Any] = {}
         if json_object:
-            body["response_format"] = {"type": "json_object"}
+            options["response_format"] = {"type": "json_object"}
         if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+            options["max_tokens"] = max_tokens
+
+        def create() -> Any:
+            return self._client.chat.completions.create(
+                model=self.model, temperature=0,
+                messages=cast("list[ChatCompletionMessageParam]", messages), **options)
+
         try:
-            resp = self._http.post("/chat/completions", json=body)
-            resp.raise_for_status()
-            return str(resp.json()["choices"][0]["message"]["content"])
-        except (httpx.HTTPError, httpx.InvalidURL, KeyError, IndexError, TypeError,
-                ValueError) as exc:
-            raise ChatFailed(f"{type(exc).__name__}: {exc}") from exc
+            completion = call_with_retries(create, self._retry, f"chat model {self.model}",
+                                           self._keyed)
+        except ProviderFailed as exc:
+            raise ChatFailed(str(exc), exc.status) from exc
+        choices = getattr(completion, "choices", None)  # the SDK passes a non-JSON body on
+        if not isinstance(choices, list) or not choices:
+            raise ChatFailed(f"malformed reply from {self.model}: no choices")
+        content = getattr(getattr(choices[0], "message", None), "content", None)
+        if content is None:
+            raise ChatFailed(f"malformed reply from {self.model}: no message content")
+        return str(content)
 
     def ask(self, schema: type[M], system: str, user: str,
             max_tokens: int | None = None) -> M:

@@ -57,7 +57,14 @@ class Settings(BaseSettings):
         "with AOF under <data_dir>/redis.",
     )
     redis_prefix: str = "strata:"
-    embedder: Literal["minilm", "hash", "openai"] = "minilm"
+    embedder: Literal["minilm", "sentence-transformers", "hash", "openai"] = Field(
+        default="minilm", description=(
+            "minilm: the packaged all-MiniLM-L6-v2; sentence-transformers: the local model "
+            "directory st_model_path; hash: n-gram hashing (tests); openai: an "
+            "OpenAI-compatible /embeddings endpoint (docs/providers.md)"))
+    st_model_path: Path | None = Field(default=None, description=(
+        "with embedder=sentence-transformers: a local directory holding a "
+        "sentence-transformers model (modules.json, config.json, weights); never downloaded"))
     summarizer: Literal["rules", "openai"] = "rules"
     extractor: Literal["rules", "openai"] = "rules"
     query_expander: Literal["rules", "openai"] = Field(default="rules", description=(
@@ -77,6 +84,13 @@ class Settings(BaseSettings):
     openai_api_key: str = ""
     openai_embed_model: str = "text-embedding-3-small"
     openai_embed_dim: int = 1536
+    openai_timeout_s: float = Field(default=30.0, gt=0, description=(
+        "each call to the OpenAI-compatible embeddings endpoint is cut at this"))
+    openai_retries: int = Field(default=2, ge=0, le=10, description=(
+        "retries of a failed embeddings call (429, 5xx, timeouts; never a refused key), "
+        "each after the server's Retry-After or an exponential backoff"))
+    openai_retry_max_wait_s: float = Field(default=30.0, gt=0, description=(
+        "the longest wait before a retry; a server that asks for longer is not retried"))
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8000, ge=1, le=65535)
     ray_dashboard_port: int = Field(default=8265, ge=0, le=65535, description=(

