@@ -13,7 +13,8 @@ from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.remote import named_actor
-from actors.session_shard import SessionShardActor
+from actors.session_shard import TRACED, SessionShardActor
+from actors.traced import carrying
 from strata.models import Scope
 from strata.shard.ring import ShardRing
 
@@ -93,7 +94,8 @@ class ShardDirectory:
         return self.handles[index]
 
     def for_scope(self, scope: Scope) -> Any:
-        return self.at(self.ring.shard_for(scope))
+        """The handle of ``scope``'s shard; its turns and recalls carry the caller's trace."""
+        return carrying(self.at(self.ring.shard_for(scope)), TRACED)
 
     def move(self, index: int, node_id: str, timeout_s: float = 60) -> Any:
         """Move shard ``index`` to node ``node_id``: snapshot its sessions and stop it, then

@@ -13,6 +13,7 @@ from ray.exceptions import RayActorError
 
 from actors.directory import ShardDirectory
 from actors.remote import actor_class
+from strata import tracing
 from strata.extract.base import Candidate
 from strata.extract.llm import make_extractor
 from strata.extract.worker import GROUP, ExtractionWorker, WriteSummary
@@ -32,6 +33,7 @@ class ExtractionConsumer:
     def __init__(self, settings: dict[str, Any], namespace: str | None, consumer: str,
                  claim_idle_ms: int = 60_000) -> None:
         parsed = Settings(**settings)
+        tracing.configure(parsed, "extractor")
         self._redis = RedisStore(parsed.redis_url, parsed.redis_prefix)
         self._shards = ShardDirectory.find(parsed.session_shards, namespace)
         self._workers = [
@@ -43,12 +45,14 @@ class ExtractionConsumer:
         threading.Thread(target=self._loop, daemon=True).start()
 
     def _write(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
-        try:
-            summary: WriteSummary = ray.get(
-                self._shards.for_scope(scope).write_longterm.remote(scope, candidates))
-        except RayActorError:  # moved to another node: the job is retried, then finds it
-            ShardDirectory.note_dead()
-            raise
+        # a trace of its own: the close that queued the job answered long ago
+        with tracing.span("extractor.write_longterm", scope, count=len(candidates)):
+            try:
+                summary: WriteSummary = ray.get(
+                    self._shards.for_scope(scope).write_longterm.remote(scope, candidates))
+            except RayActorError:  # moved to another node: the job is retried, then finds it
+                ShardDirectory.note_dead()
+                raise
         return summary
 
     def _loop(self) -> None:

@@ -14,6 +14,8 @@ import ray
 from actors.remote import actor_class
 from actors.shared_embedder import shared_embedder
 from actors.store_owner import vector_store_for
+from actors.traced import continues_trace, traced_methods
+from strata import tracing
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
 from strata.layers.summarize import make_summarizer
@@ -29,7 +31,7 @@ from strata.stores.hot import HotIndexStore
 from strata.stores.ports import Embedder
 from strata.stores.redis import RedisStore
 
-__all__ = ["SessionShard", "SessionShardActor"]
+__all__ = ["TRACED", "SessionShard", "SessionShardActor"]
 
 logger = logging.getLogger(__name__)
 SWEEP_EVERY_S = 30.0
@@ -41,6 +43,7 @@ class SessionShard(SessionShardService):
     def __init__(self, shard_id: int, settings: dict[str, Any], namespace: str | None = None,
                  sweep_every_s: float = SWEEP_EVERY_S) -> None:
         parsed = Settings(**settings)
+        tracing.configure(parsed, "shard")
 
         def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
             # or, with STRATA_SHARD_EMBEDDING=embedder, none: the Embedder deployment's
@@ -90,6 +93,13 @@ class SessionShard(SessionShardService):
             except Exception:  # retried on the next tick; nothing is lost
                 logger.exception("%s failed on shard %s", task.__name__, self.shard_id)
 
+    # the hops of a turn and of a recall continue the caller's trace (``actors.traced``)
+    append_turn = continues_trace(SessionShardService.append_turn)
+    append_turns = continues_trace(SessionShardService.append_turns)
+    close = continues_trace(SessionShardService.close)
+    write_longterm = continues_trace(SessionShardService.write_longterm)
+
+    @continues_trace
     def serve_recall(self, scope: Scope, request: RecallRequest, embedding: list[Any],
                      recipe: RecallRecipe = DEFAULT, viewer: str | None = "") -> MemoryAnswer:
         """``recall_memory`` with the query's embedding as a Ray object the caller is still
@@ -132,5 +142,6 @@ class SessionShard(SessionShardService):
 # Restartable; calls are not retried (a retried turn could be applied twice — clients
 # retry with the same turn_id instead, which the shard deduplicates). Threaded: a recall
 # waits for its query embedding without holding up the shard; state is under locks.
+TRACED = traced_methods(SessionShard)  # what a directory's handle adds a carrier to
 SessionShardActor = actor_class(SessionShard, max_restarts=-1, max_task_retries=0, num_cpus=0,
                                 max_concurrency=8)

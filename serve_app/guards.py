@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serve_app.request_context import SCOPE_KEY
 from strata.errors import (
     Conflict,
     Forbidden,
@@ -230,8 +231,8 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     """A bug: logged with its traceback; the client learns only that it happened."""
-    logger.error("unhandled %s on %s %s", type(exc).__name__, request.method,
-                 request.url.path, exc_info=exc)
+    logger.error("unhandled %s on %s %s (request %s)", type(exc).__name__, request.method,
+                 request.url.path, request.scope.get(SCOPE_KEY, "-"), exc_info=exc)
     error = StrataError("an unexpected error; it was logged, and nothing more can be said here")
     return JSONResponse(status_code=error.status_code, content=error.to_dict())
 

@@ -31,6 +31,7 @@ from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes
 from serve_app.inspector import router as inspector_router
 from serve_app.options import STOP_QUICKLY
+from serve_app.request_context import RequestContext
 from serve_app.routes import health, knowledge, memories, portability, recall, sessions
 from serve_app.routes.deps import caller, ingress
 from strata.auth import Principal
@@ -77,6 +78,9 @@ async def _count(request: Request, call_next: Any) -> Any:
                             time.perf_counter() - started)
     cast("IngressService", ingress()).counted()
     return response
+
+
+api.add_middleware(RequestContext)  # outermost: the request id and span of every answer
 
 
 class IngressService(health.HealthRoutes, sessions.SessionRoutes, recall.RecallRoutes,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from serve_app.request_context import PROXY_CALLBACK
 from strata.runtime import RayEndpoint
 from strata.settings import Settings
 from strata.stores.redis_server import free_port, stop_with_parent
@@ -67,6 +68,8 @@ class LocalRay:
         # 100,000): every actor call is a task, so a busy service grew the GCS ~3 MB a
         # minute until the cap; 10,000 keeps minutes of history at a tenth of the memory
         env.setdefault("RAY_task_events_max_num_task_in_gcs", str(GCS_TASK_EVENTS))
+        # Serve's proxy echoes X-Request-ID: this drops a client's invalid one first
+        env.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
         if env["RAY_AUTH_MODE"] == "token":
             self._ensure_token(bindir, env)
         log = self._settings.data_dir / "ray-head.log"

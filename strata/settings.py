@@ -166,6 +166,17 @@ class Settings(BaseSettings):
     metrics_auth: Literal["admin", "none"] = Field(default="admin", description=(
         "who may read /metrics: an admin key (Prometheus sends it as a bearer token), or "
         "anyone who reaches the port (only behind a network boundary of your own)"))
+    # OpenTelemetry tracing of turns and recalls (docs/tracing.md): ids and counts, no content
+    tracing: Literal["none", "console", "otlp"] = Field(default="none", description=(
+        "where spans go: nowhere (no OpenTelemetry code runs), the console (one JSON span "
+        "a line, to tracing_console_path or stderr), or an OTLP/HTTP collector "
+        "(tracing_endpoint: Jaeger, Tempo, an OpenTelemetry Collector)"))
+    tracing_endpoint: str = Field(default="http://localhost:4318/v1/traces", description=(
+        "with tracing=otlp: the collector's OTLP/HTTP traces URL"))
+    tracing_console_path: str = Field(default="", description=(
+        "with tracing=console: a file every process appends its spans to; empty: stderr"))
+    tracing_sample_ratio: float = Field(default=1.0, ge=0, le=1, description=(
+        "the share of requests traced (a traced request is traced on every hop)"))
 
     @model_validator(mode="after")
     def _known_recipes(self) -> Settings:

@@ -7,12 +7,18 @@ of a folder at setup. One retry after a clean ``ray.shutdown()`` is what a user 
 
 from __future__ import annotations
 
+import os
+
 import ray
+
+from serve_app.request_context import PROXY_CALLBACK
 
 __all__ = ["init_local_ray"]
 
 
 def init_local_ray(namespace: str) -> None:
+    # the proxy's request-id check, as `strata serve` sets it (serve_app/local_ray.py)
+    os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
     options = {"address": "local", "num_cpus": 2, "object_store_memory": 256 * 1024 * 1024,
                "namespace": namespace, "include_dashboard": False, "log_to_driver": False}
     try:

@@ -21,6 +21,8 @@ from actors.boundary import strata_errors
 from actors.directory import ShardDirectory
 from actors.shared_embedder import embedder_unavailable
 from actors.store_owner import vector_store_for
+from serve_app.request_context import install_log_records
+from strata import tracing
 from strata.auth import Principal, authenticate
 from strata.errors import BackendUnavailable
 from strata.layers.knowledge import KnowledgeBase
@@ -55,6 +57,8 @@ class IngressState:
     def __init__(self, settings: dict[str, Any], embedder: Any, recall: Any,
                  namespace: str | None) -> None:
         self._settings = Settings(**settings)
+        tracing.configure(self._settings, "ingress")
+        install_log_records()  # record.request_id on this replica's log records
         self.max_body_bytes = self._settings.max_body_bytes
         self._embedder = embedder
         self._recall = recall

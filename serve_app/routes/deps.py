@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 from ray import serve
 
 from serve_app.routes.base import IngressState
+from strata import tracing
 from strata.auth import Principal, scope_for
 from strata.errors import InvalidInput
 from strata.models import Scope, check_agent
@@ -27,8 +28,10 @@ def ingress() -> IngressState:
 
 
 def caller(request: Request) -> Principal:
-    """The principal of the request's API key."""
-    return ingress().principal(request)
+    """The principal of the request's API key (its tenant named on the request's span)."""
+    principal = ingress().principal(request)
+    tracing.annotate(tenant=principal.tenant)
+    return principal
 
 
 Caller = Annotated[Principal, Depends(caller)]
@@ -36,7 +39,9 @@ Caller = Annotated[Principal, Depends(caller)]
 
 def user_scope(user_id: str, principal: Caller) -> Scope:
     """The scope of ``user_id`` in the caller's tenant."""
-    return scope_for(principal, user_id)
+    scope = scope_for(principal, user_id)
+    tracing.annotate(user_id=scope.user)
+    return scope
 
 
 UserScope = Annotated[Scope, Depends(user_scope)]

@@ -24,6 +24,7 @@ from serve_app import metrics
 from serve_app.guards import api_router
 from serve_app.routes.base import IngressState, resolve
 from serve_app.routes.deps import Caller
+from strata import tracing
 from strata.auth import scope_for
 from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
 from strata.models import Layer, RecallRequest, RecallResponse, Scope
@@ -67,10 +68,14 @@ class RecallRoutes(IngressState):
         if name and name != body.recipe:
             body = body.model_copy(update={"recipe": name})
         viewer = principal.viewer(body.agent)  # the session's turns follow the session's rule
-        if recipe.serve_from == "store":
-            response = await self._recall_through_store(scope, body, viewer)
-        else:
-            response = await self._recall_hot(scope, body, recipe, viewer)
+        with tracing.span("ingress.recall", scope, session_id=body.session_id,
+                          recipe=name or "default") as span:
+            if recipe.serve_from == "store":
+                response = await self._recall_through_store(scope, body, viewer)
+            else:
+                response = await self._recall_hot(scope, body, recipe, viewer)
+            span.set(count=len(response.items), degraded=response.degraded,
+                     layers=[layer.value for layer in response.layers])
         metrics.observe_recall(response.timings_ms, response.degraded)
         # serialised once by pydantic (FastAPI would re-encode a returned model); the
         # reinforcement and the recall log go out after the response is sent
@@ -96,7 +101,8 @@ class RecallRoutes(IngressState):
             query: QueryEmbedding = (answer.embedding if answer.embedding is not None
                                      else await (embedding if embedding is not None else
                                                  self._embedder.embed_query.remote(body.query)))
-            kb = await self._knowledge_candidates(body, query, recipe, scope)
+            with tracing.span("ingress.knowledge_search", scope):
+                kb = await self._knowledge_candidates(body, query, recipe, scope)
             found = LayerCandidates(candidates=[*found.candidates, *kb.candidates],
                                     timings_ms={**found.timings_ms, **kb.timings_ms},
                                     degraded=found.degraded or kb.degraded)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from strata import tracing
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
 from strata.models import LONG_TERM, Layer, RecallRequest, Scope
@@ -72,7 +73,8 @@ class ShardRecall:
             # people speaking in the user's conversations (granularity.without_speakers)
             topic, speakers = None, frozenset[str]()
             if hot is not None:
-                hot.warm(scope)
+                with tracing.span("hot_index.warm", scope):  # a cold user: loaded from Milvus
+                    hot.warm(scope)
                 speakers = hot.speakers(scope)
                 topic = without_speakers(request.query, speakers)
         except StrataError as exc:  # the durable store is down: degrade, as a layer would
@@ -83,18 +85,24 @@ class ShardRecall:
         statements = (self._asking.submit(self._expander.expand, request.query, speakers)
                       if self._asking is not None and self._expander is not None else None)
         waited = time.perf_counter()
-        if query is None:  # both embedded in one pass
-            embedded, *rest = self.embed_queries([request.query, *([topic] if topic else [])])
-        elif topic:  # the caller's embedding is under way: the name-free one beside it
-            pending = self._beside.submit(self.embed_queries, [topic])
-            embedded, rest = query(), pending.result()
-        else:
-            embedded, rest = query(), []
+        with tracing.span("shard.query_embedding", scope):
+            if query is None:  # both embedded in one pass
+                embedded, *rest = self.embed_queries(
+                    [request.query, *([topic] if topic else [])])
+            elif topic:  # the caller's embedding is under way: the name-free one beside it
+                pending = self._beside.submit(self.embed_queries, [topic])
+                embedded, rest = query(), pending.result()
+            else:
+                embedded, rest = query(), []
         vector = rest[0].vector if rest else embedded.vector
         waited = (time.perf_counter() - waited) * 1000
-        found = service.search_layers(scope, request, vector, personal, recipe,
-                                      late=_late_scorer(hot, scope, embedded, recipe),
-                                      terms_of=hot.terms_of(scope) if hot is not None else None)
+        with tracing.span("hot_index.search", scope,
+                          layers=[layer.value for layer in personal]) as span:
+            found = service.search_layers(
+                scope, request, vector, personal, recipe,
+                late=_late_scorer(hot, scope, embedded, recipe),
+                terms_of=hot.terms_of(scope) if hot is not None else None)
+            span.set(count=len(found.candidates))
         if statements is not None:
             started = time.perf_counter()
             written = statements.result()

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from strata import tracing
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef
@@ -31,7 +32,8 @@ class RedisSessionLog:
         self._r = conn.client
 
     def append(self, ref: SessionRef, record: Mapping[str, Any]) -> str:
-        with redis_errors("wal append"):
+        with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
+                          count=1), redis_errors("wal append"):
             return stream_id(self._r.xadd(self._conn.key(keys.wal(ref)),
                                           {"data": dumps(record)}))
 
@@ -39,7 +41,8 @@ class RedisSessionLog:
                      turn_ids: Sequence[str] = ()) -> list[str]:
         # one MULTI/EXEC round trip: the records and their turn ids land together or not
         stream = self._conn.key(keys.wal(ref))
-        with redis_errors("wal append"):
+        with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
+                          count=len(records)), redis_errors("wal append"):
             pipe = self._r.pipeline(transaction=True)
             for record in records:
                 pipe.xadd(stream, {"data": dumps(record)})
