@@ -33,7 +33,7 @@ import httpx
 
 from strata.client import IMPORT_CHUNK_BYTES, Client, RetryPolicy
 from strata.errors import StrataError
-from strata.layers.forgetting import FORGET_BOUND_S, wait_forgotten
+from strata.layers.forgetting import FORGET_BOUND_S
 from strata.portability import by_user
 from strata.settings import Settings
 
@@ -122,15 +122,14 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _forget(args: argparse.Namespace) -> int:
     client = _client(args)
-    _print(client.forget_user(args.user) if args.all else client.forget(args.user, args.id))
     if not args.verify:
+        _print(client.forget_user(args.user) if args.all else client.forget(args.user, args.id))
         return 0
-    # the files are on this machine: the embedded Redis's AOF and milvus-lite's directory
-    data_dir = args.data_dir or Settings().data_dir
-    check = wait_forgotten(data_dir, args.verify, bound_s=args.bound)
-    _print({"verify": {"data_dir": str(data_dir), **check.model_dump(exclude={"phrase_bytes"}),
-                       "forgotten": check.forgotten}})
-    return 0 if check.forgotten else 1
+    # the server deletes, then scans its own files; a server with none refuses first
+    report = client.erase_verified(args.user, args.verify, memory_id=args.id,
+                                   bound_s=args.bound)
+    _print(report)
+    return 0 if report["verify"]["forgotten"] else 1
 
 
 def _memories(args: argparse.Namespace) -> int:
@@ -323,10 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--id", default=None)
     group.add_argument("--all", action="store_true")
     forget.add_argument("--verify", metavar="PHRASE", default=None, help=(
-        "then wait until PHRASE is in no file of the local data dir (the embedded Redis's "
-        "AOF and milvus-lite), up to --bound seconds; exit 1 if some remains"))
-    forget.add_argument("--data-dir", type=Path, default=None,
-                        help="the service's data dir (default: STRATA_DATA_DIR or ./data)")
+        "the server then checks that PHRASE (which must be in what is forgotten) is in none "
+        "of its files (the embedded Redis's AOF, milvus-lite), up to --bound seconds; "
+        "exit 1 if some remains; a server with no such files refuses before deleting"))
     forget.add_argument("--bound", type=float, default=FORGET_BOUND_S,
                         help="seconds to wait for the purge (default: the documented bound)")
     forget.set_defaults(func=_forget)

@@ -133,6 +133,7 @@ class _Request:
     retry: bool = True
     text: bool = False  # the answer is text (Prometheus metrics, an export), not JSON
     content: str | None = None  # a body that is not JSON (an export's JSON Lines)
+    timeout_s: float | None = None  # longer than the client's (a request that waits)
 
     @property
     def safe_to_repeat(self) -> bool:
@@ -358,6 +359,16 @@ class _Api:
     def forget_user(self, user_id: str) -> Any:
         return self._call("DELETE", _users(user_id))
 
+    def erase_verified(self, user_id: str, phrase: str, memory_id: str | None = None,
+                       bound_s: float | None = None) -> Any:
+        """Forget the memory (or, with no ``memory_id``, everything about the user), then
+        have the server check that ``phrase`` is gone from its own files: ``verify`` says
+        what it scanned, what remains and ``forgotten``. A server with no local files to
+        scan refuses before deleting (``Conflict``)."""
+        return self._call("POST", f"{_users(user_id)}/erasure", _clean(
+            {"phrase": phrase, "memory_id": memory_id, "bound_s": bound_s}),
+            timeout_s=(bound_s or 120.0) + 60)  # 120: the longest bound the server takes
+
     def follow_ups(self, user_id: str, session_id: str | None = None, limit: int = 2) -> Any:
         """Proactive recall: open threads to bring up now (plans whose time has come, what
         closed sessions left open), each with its reason; rationed per topic and session."""
@@ -473,9 +484,12 @@ def _content_type(request: _Request) -> dict[str, str] | None:
 
 def _http_args(request: _Request) -> dict[str, Any]:
     """``request`` as the arguments of ``httpx.Client.request`` (and the async one)."""
-    return {"method": request.method, "url": request.path, "json": request.json,
-            "params": request.params, "content": request.content,
-            "headers": _content_type(request)}
+    args: dict[str, Any] = {
+        "method": request.method, "url": request.path, "json": request.json,
+        "params": request.params, "content": request.content, "headers": _content_type(request)}
+    if request.timeout_s is not None:
+        args["timeout"] = request.timeout_s
+    return args
 
 
 class Client(_Api):

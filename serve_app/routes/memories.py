@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from serve_app.guards import api_router
 from serve_app.routes.base import IngressState, resolve
 from serve_app.routes.deps import AgentParam, Caller, UserScope
+from serve_app.routes.portability import read_user
 from strata.auth import Principal
-from strata.errors import InvalidInput, NotFound
+from strata.errors import Conflict, InvalidInput, NotFound
 from strata.layers.corrections import CorrectionIn, correction_create
+from strata.layers.forgetting import FORGET_BOUND_S, data_files, wait_forgotten
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.proactive import FollowUp, FollowUpFeedback, FollowUpRequest
 from strata.models import (
@@ -27,10 +29,20 @@ from strata.models import (
     context_name,
 )
 
-__all__ = ["FollowUps", "MemoryList", "MemoryRoutes", "MemoryUpdated", "MemoryVersions",
-           "router"]
+__all__ = ["ErasureRequest", "FollowUps", "MemoryList", "MemoryRoutes", "MemoryUpdated",
+           "MemoryVersions", "router"]
 
 router = api_router()
+
+
+class ErasureRequest(BaseModel):
+    """Forget a memory (``memory_id``) or everything about the user, then check that
+    ``phrase`` — which must be in what is forgotten — is gone from the server's files."""
+
+    model_config = ConfigDict(extra="forbid")
+    phrase: str = Field(min_length=4, max_length=1000)
+    memory_id: str | None = None
+    bound_s: float = Field(default=FORGET_BOUND_S, gt=0, le=120)
 
 
 class MemoryList(BaseModel):
@@ -163,3 +175,40 @@ class MemoryRoutes(IngressState):
         result: dict[str, Any] = await resolve(
             self._shards.for_scope(scope).delete_user.remote(scope))
         return {"deleted_user": user_id, **result}
+
+    @router.post("/v1/users/{user_id}/erasure")
+    async def erase_verified(self, body: ErasureRequest, principal: Caller, scope: UserScope,
+                             agent: AgentParam) -> dict[str, Any]:
+        """Delete, then verify on the server's own files (the embedded Redis's AOF and
+        milvus-lite under the data dir) that ``phrase`` is in none of them, polling up to
+        ``bound_s``. Refused before anything is deleted when the server has no such files
+        (a Redis or Milvus server: 409, nothing could be verified) or when ``phrase`` is
+        not in what would be forgotten (422: the check is not a probe of other data)."""
+        roots = ("redis", "milvus.db")
+        data_dir = self._settings.data_dir
+        if not await asyncio.to_thread(data_files, data_dir, roots):
+            raise Conflict("nothing to verify: this server keeps no Redis AOF or milvus-lite "
+                           "files in its data dir (a Redis or Milvus server holds them); "
+                           "nothing was deleted")
+        if body.memory_id is None:
+            principal.require_admin()
+            vectors = await self._vector_store()
+            items = await asyncio.to_thread(read_user, vectors, scope.tenant, scope.user)
+        else:
+            viewer = await self._changeable(principal, scope, body.memory_id, agent)
+            items = await resolve(self._shards.for_scope(scope).memory_history.remote(
+                scope, body.memory_id, viewer))
+        if not any(body.phrase in f"{i.text}\n{i.value or ''}" for i in items):
+            raise InvalidInput("the phrase is not in what would be forgotten (the memory's "
+                               "or the user's texts); nothing was deleted")
+        shard = self._shards.for_scope(scope)
+        if body.memory_id is None:
+            deleted: dict[str, Any] = {"deleted_user": scope.user, **await resolve(
+                shard.delete_user.remote(scope))}
+        else:
+            deleted = {"deleted": body.memory_id, **await resolve(shard.delete_memory.remote(
+                scope, body.memory_id, principal.viewer(agent)))}
+        check = await asyncio.to_thread(wait_forgotten, data_dir, body.phrase, body.bound_s,
+                                        0.5, roots)
+        return {**deleted, "verify": {**check.model_dump(exclude={"phrase_bytes"}),
+                                      "forgotten": check.forgotten}}

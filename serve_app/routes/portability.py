@@ -27,7 +27,7 @@ from strata.portability import (
 )
 from strata.stores.ports import VectorStore
 
-__all__ = ["ImportSummary", "JsonLines", "PortabilityRoutes", "router"]
+__all__ = ["ImportSummary", "JsonLines", "PortabilityRoutes", "read_user", "router"]
 
 router = api_router()
 
@@ -57,7 +57,7 @@ _EXPORT_BODY = {"requestBody": {"required": True, "description": "an export (JSO
                                             "text/plain": {"schema": {"type": "string"}}}}}
 
 
-def _read_user(vectors: VectorStore, tenant: str, user: str,
+def read_user(vectors: VectorStore, tenant: str, user: str,
                viewer: str | None = None) -> list[MemoryItem]:
     """A user's memories, those ``viewer`` may see (``Principal.viewer``; None: all)."""
     return [item for item in read_scope(vectors, Scope(tenant=tenant, user=user))
@@ -78,14 +78,14 @@ class PortabilityRoutes(IngressState):
                                for i in sorted(shards)))
         header = ExportHeader(embed_model=str(info["model_id"]), exported_at=utcnow(),
                               tenant=tenant, users=users)
-        first = (await asyncio.to_thread(_read_user, vectors, tenant, users[0], viewer)
+        first = (await asyncio.to_thread(read_user, vectors, tenant, users[0], viewer)
                  if users else [])
 
         async def lines() -> AsyncIterator[str]:
             yield header_line(header)
             for n, user in enumerate(users):  # one user in memory at a time
                 items = first if n == 0 else await asyncio.to_thread(
-                    _read_user, vectors, tenant, user, viewer)
+                    read_user, vectors, tenant, user, viewer)
                 yield "".join(memory_lines(user, items))
 
         return JsonLines(lines())

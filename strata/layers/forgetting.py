@@ -11,7 +11,9 @@ meanwhile are served by one more purge after it, which starts after their delete
 ``FORGET_BOUND_S`` is the documented bound from the delete's reply to the text being gone
 from the local files (embedded Redis under ``<data_dir>/redis``, milvus-lite at
 ``<data_dir>/milvus.db``). ``find_residue`` greps those files for a phrase; ``wait_forgotten``
-polls it up to the bound (``strata forget --verify``).
+polls it up to the bound. The server runs it on its own files after a delete
+(``POST /v1/users/{user_id}/erasure``, ``strata forget --verify``) and says what it scanned: a
+check that read no file is not a success.
 
 The grep counts raw bytes. Two encodings can hide a copy from it: Redis 7 writes the AOF's
 base as RDB, whose values may be LZF-compressed, and parquet pages may be snappy-compressed;
@@ -32,8 +34,8 @@ from pydantic import BaseModel, Field
 from strata.stores.ports import PurgeReport, Purging
 from strata.stores.redis_ports import AppendOnlyFile
 
-__all__ = ["FORGET_BOUND_S", "FilePurge", "ForgetCheck", "Residue", "find_residue",
-           "wait_forgotten"]
+__all__ = ["FORGET_BOUND_S", "FilePurge", "ForgetCheck", "Residue", "data_files",
+           "find_residue", "wait_forgotten"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,10 +125,13 @@ class ForgetCheck(BaseModel):
     waited_s: float = 0.0
     bound_s: float = FORGET_BOUND_S
     roots: list[str] = Field(default_factory=list)
+    files_scanned: int = 0  # in the last pass
+    bytes_scanned: int = 0
 
     @property
     def forgotten(self) -> bool:
-        return not self.remaining
+        """Nothing remains in files that were scanned: a scan of no file proves nothing."""
+        return self.files_scanned > 0 and not self.remaining
 
 
 def _files(roots: Sequence[Path]) -> Iterator[Path]:
@@ -154,20 +159,37 @@ def _count(path: Path, needle: bytes) -> int:
     return found
 
 
-def find_residue(data_dir: Path, phrase: str, roots: Sequence[str] = ("redis", "milvus.db")
-                 ) -> list[Residue]:
-    """The files under ``data_dir``'s ``roots`` that hold ``phrase`` (UTF-8 bytes, case
-    sensitive), with their counts. ``roots=(".",)`` scans the whole data dir."""
+def data_files(data_dir: Path, roots: Sequence[str] = ("redis", "milvus.db")) -> list[Path]:
+    """The files a scan of ``data_dir``'s ``roots`` reads (none: nothing can be verified)."""
+    base = Path(data_dir)
+    return list(_files([base / r for r in roots]))
+
+
+def _scan(data_dir: Path, phrase: str, roots: Sequence[str]
+          ) -> tuple[list[Residue], int, int]:
+    """The residue, and how many files and bytes were read."""
     if not phrase:
         raise ValueError("an empty phrase matches everything")
     needle = phrase.encode("utf-8")
     base = Path(data_dir)
-    out = []
-    for path in _files([base / r for r in roots]):
+    out, files, size = [], 0, 0
+    for path in data_files(base, roots):
+        files += 1
+        try:
+            size += path.stat().st_size
+        except OSError:  # removed meanwhile (an old AOF or segment file)
+            continue
         count = _count(path, needle)
         if count:
             out.append(Residue(path=str(path.relative_to(base)), count=count))
-    return out
+    return out, files, size
+
+
+def find_residue(data_dir: Path, phrase: str, roots: Sequence[str] = ("redis", "milvus.db")
+                 ) -> list[Residue]:
+    """The files under ``data_dir``'s ``roots`` that hold ``phrase`` (UTF-8 bytes, case
+    sensitive), with their counts. ``roots=(".",)`` scans the whole data dir."""
+    return _scan(data_dir, phrase, roots)[0]
 
 
 def wait_forgotten(data_dir: Path, phrase: str, bound_s: float = FORGET_BOUND_S,
@@ -176,9 +198,10 @@ def wait_forgotten(data_dir: Path, phrase: str, bound_s: float = FORGET_BOUND_S,
     """Poll ``find_residue`` until nothing remains or ``bound_s`` has passed."""
     started = time.monotonic()
     while True:
-        remaining = find_residue(data_dir, phrase, roots)
+        remaining, files, size = _scan(data_dir, phrase, roots)
         waited = time.monotonic() - started
         if not remaining or waited >= bound_s:
             return ForgetCheck(phrase_bytes=len(phrase.encode("utf-8")), remaining=remaining,
-                               waited_s=round(waited, 2), bound_s=bound_s, roots=list(roots))
+                               waited_s=round(waited, 2), bound_s=bound_s, roots=list(roots),
+                               files_scanned=files, bytes_scanned=size)
         time.sleep(poll_s)

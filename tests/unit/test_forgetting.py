@@ -16,6 +16,7 @@ import pytest
 from strata.layers.forgetting import (
     FORGET_BOUND_S,
     FilePurge,
+    data_files,
     find_residue,
     wait_forgotten,
 )
@@ -198,3 +199,15 @@ def test_a_copy_across_two_read_chunks_is_found_once(tmp_path: Path) -> None:
     assert (residue.path, residue.count) == ("redis/f.aof", 2)
     with pytest.raises(ValueError):
         find_residue(tmp_path, "")
+
+
+def test_a_check_that_scanned_no_file_is_not_a_success(tmp_path: Path) -> None:
+    """The finding of #40: ``--verify`` said forgotten for a data dir that held nothing."""
+    assert data_files(tmp_path / "missing") == []
+    check = wait_forgotten(tmp_path / "missing", PHRASE, bound_s=0.1, poll_s=0.05)
+    assert check.remaining == [] and check.files_scanned == 0
+    assert not check.forgotten
+    (tmp_path / "redis").mkdir()
+    (tmp_path / "redis" / "appendonly.aof").write_bytes(b"SET k v\n")
+    check = wait_forgotten(tmp_path, PHRASE, bound_s=0.1, poll_s=0.05)
+    assert check.forgotten and (check.files_scanned, check.bytes_scanned) == (1, 8)

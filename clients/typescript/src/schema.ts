@@ -436,6 +436,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase Verified
+         * @description Delete, then verify on the server's own files (the embedded Redis's AOF and
+         *     milvus-lite under the data dir) that ``phrase`` is in none of them, polling up to
+         *     ``bound_s``. Refused before anything is deleted when the server has no such files
+         *     (a Redis or Milvus server: 409, nothing could be verified) or when ``phrase`` is
+         *     not in what would be forgotten (422: the check is not a probe of other data).
+         */
+        post: operations["erase_verified_v1_users__user_id__erasure_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/export": {
         parameters: {
             query?: never;
@@ -614,6 +638,22 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * ErasureRequest
+         * @description Forget a memory (``memory_id``) or everything about the user, then check that
+         *     ``phrase`` — which must be in what is forgotten — is gone from the server's files.
+         */
+        ErasureRequest: {
+            /** Phrase */
+            phrase: string;
+            /** Memory Id */
+            memory_id?: string | null;
+            /**
+             * Bound S
+             * @default 30
+             */
+            bound_s?: number;
         };
         /**
          * ErrorBody
@@ -3454,6 +3494,99 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    erase_verified_v1_users__user_id__erasure_post: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ErasureRequest"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
