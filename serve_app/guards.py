@@ -198,7 +198,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (Conflict, "the write contradicts what is stored"),
         (PayloadTooLarge, "the body is over STRATA_MAX_BODY_BYTES; it was not read"),
         (InvalidInput, "invalid input; nothing was written"),
-        (LimitExceeded, "a per-scope cap or a queue bound was reached"))}
+        (LimitExceeded, "a per-scope cap or a queue bound was reached, or the key's or "
+                        "tenant's rate limit (rate_limited: retry after Retry-After)"))}
 
 
 async def _strata_error(_: Request, exc: Exception) -> JSONResponse:

@@ -4,7 +4,8 @@ The routes are grouped by what they serve, one module each under ``serve_app.rou
 ``IngressService`` is their union, deployed as the ``Ingress`` deployment. The caller and
 the scope come from FastAPI dependencies (``serve_app.routes.deps``): the tenant from the
 API key, the user from the request — the only way any store is reached. ``guards`` stands
-before every route (size limit, strict JSON, one error shape).
+before every route (size limit, strict JSON, one error shape), and ``ratelimit`` before it
+(the key's and the tenant's request rate: 429 before the body is read).
 
     routes/health.py       /healthz  /readyz  /metrics
     routes/sessions.py     /v1/sessions/{session_id}/turns, /turns/batch, /close,
@@ -31,10 +32,12 @@ from serve_app import guards, metrics
 from serve_app.inspector import InspectorRoutes
 from serve_app.inspector import router as inspector_router
 from serve_app.options import STOP_QUICKLY
+from serve_app.ratelimit import RateLimitGuard
 from serve_app.request_context import RequestContext
 from serve_app.routes import health, knowledge, memories, portability, recall, sessions
 from serve_app.routes.deps import caller, ingress
 from strata.auth import Principal
+from strata.ratelimit import RateLimiter
 
 __all__ = ["IngressDeployment", "IngressService", "api"]
 
@@ -45,6 +48,11 @@ def _body_limit() -> int:
     """STRATA_MAX_BODY_BYTES of the ingress this replica runs (its settings reach the replica
     after the app is built, so the middleware asks for them per request)."""
     return ingress().max_body_bytes
+
+
+def _rate_limiter() -> RateLimiter:
+    """The rate limits of the ingress this replica runs (asked per request, as above)."""
+    return ingress().rate_limiter
 
 
 def _authenticate(request: Request) -> Principal:
@@ -61,6 +69,7 @@ except ImportError:  # pragma: no cover - the base install: no /mcp
 api = FastAPI(title="Strata", version="0.1.0", lifespan=mcp.lifespan if mcp else None,
               description="Layered memory for LLM agents (see README and docs/).")
 guards.install(api, body_limit=_body_limit)  # size limit, strict JSON, one error shape
+api.add_middleware(RateLimitGuard, limiter=_rate_limiter)  # before the body limit: 429 first
 api.include_router(inspector_router)  # the inspector: /ui/ and the endpoints it reads
 for group in (health, sessions, recall, memories, portability, knowledge):
     api.include_router(group.router)

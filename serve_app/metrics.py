@@ -13,8 +13,8 @@ from strata.stores.coordination import MetricSamples
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
 from strata.stores.redis_ports import WriteQueues
 
-__all__ = ["REGISTRY", "local_samples", "observe_recall", "observe_request", "render",
-           "update_backlog"]
+__all__ = ["REGISTRY", "local_samples", "observe_rate_limited", "observe_recall",
+           "observe_request", "render", "update_backlog"]
 
 REGISTRY = CollectorRegistry()
 REQUESTS = Counter("strata_requests_total", "HTTP requests", ["route", "method", "status"],
@@ -27,6 +27,10 @@ RECALL_LAYER = Histogram("strata_recall_layer_seconds", "recall latency per laye
                          registry=REGISTRY)
 RECALL_DEGRADED = Counter("strata_recall_degraded_total", "recalls answered degraded",
                           registry=REGISTRY)
+RATE_LIMITED = Counter("strata_rate_limited_total",
+                       "requests refused 429 by a rate limit, by the key's tenant and the "
+                       "limit that refused (key or tenant)", ["tenant", "limit"],
+                       registry=REGISTRY)
 BACKLOG = Gauge("strata_queue_backlog", "entries not yet acknowledged", ["queue"],
                 registry=REGISTRY)
 LAG = Gauge("strata_extraction_lag_seconds", "age of the oldest unacknowledged entry",
@@ -42,6 +46,10 @@ def observe_request(route: str, method: str, status: int, seconds: float) -> Non
     LATENCY.labels(route).observe(seconds)
     if status >= 400:
         ERRORS.labels(route, str(status)).inc()
+
+
+def observe_rate_limited(tenant: str, limit: str) -> None:
+    RATE_LIMITED.labels(tenant, limit).inc()
 
 
 def observe_recall(timings_ms: dict[str, float], degraded: bool) -> None:

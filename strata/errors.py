@@ -8,6 +8,7 @@
     ├── Conflict (409)          the write contradicts what is stored (duplicate id, …)
     ├── PayloadTooLarge (413)   the request body is over the limit; it was not read
     ├── LimitExceeded (429)     a per-scope cap (e.g. procedures) or queue bound
+    │   └── RateLimited         the key's or tenant's request rate (with Retry-After)
     └── BackendUnavailable (503)
         ├── VectorStoreError    Milvus / milvus-lite failed or is unreachable
         ├── QueueStoreError     Redis failed or is unreachable
@@ -31,6 +32,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "QueueStoreError",
+    "RateLimited",
     "StrataError",
     "Unauthorized",
     "VectorStoreError",
@@ -85,6 +87,17 @@ class PayloadTooLarge(StrataError):
 class LimitExceeded(StrataError):
     status_code = 429
     code = "limit_exceeded"
+
+
+class RateLimited(LimitExceeded):
+    """Over a token-bucket rate limit (``strata.ratelimit``); ``retry_after_s`` is the
+    ``Retry-After`` header: whole seconds until a token is there."""
+
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after_s: int = 1) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
 
 
 class BackendUnavailable(StrataError):

@@ -32,6 +32,11 @@ class ApiKey(BaseSettings):
     agent: str | None = Field(default=None, description=(
         "the agent this key speaks for: its turns and memories are that agent's, and it sees "
         "only what that agent may see (shared memories, its own, those shared with it)"))
+    rate_per_s: float | None = Field(default=None, ge=0, description=(
+        "this key's own request rate limit (requests a second; 0: none), in place of "
+        "rate_limit_key_per_s"))
+    burst: int | None = Field(default=None, ge=0, description=(
+        "this key's own burst, in place of rate_limit_key_burst"))
 
     @field_validator("agent")
     @classmethod
@@ -123,6 +128,18 @@ class Settings(BaseSettings):
                                 description="a turn's content plus its metadata (JSON)")
     max_body_bytes: int = Field(default=8 * 2**20, ge=1024, description=(
         "the largest HTTP request body; a larger one is refused (413) before it is read"))
+    # Rate limits (token buckets, strata/ratelimit.py; docs/deploy.md): 0 is no limit, the
+    # default — a laptop or a benchmark is never refused; a shared service sets its own.
+    rate_limit_key_per_s: float = Field(default=0.0, ge=0, description=(
+        "requests a second each API key may make, sustained (429 with Retry-After past it); "
+        "0: no per-key limit. A key's own rate_per_s overrides it"))
+    rate_limit_key_burst: int = Field(default=0, ge=0, description=(
+        "requests a key may make at once above its rate (the bucket's size); 0: one "
+        "second's worth of the rate"))
+    rate_limit_tenant_per_s: float = Field(default=0.0, ge=0, description=(
+        "requests a second all keys of one tenant may make together; 0: no per-tenant limit"))
+    rate_limit_tenant_burst: int = Field(default=0, ge=0, description=(
+        "the tenant's bucket size; 0: one second's worth of its rate"))
     # The hot index: each shard serves its recently recalled users' long-term memory from
     # process memory (strata/stores/hot.py); Milvus stays the durable store.
     hot_index_max_bytes: int = Field(default=512 * 2**20, ge=2**20, description=(

@@ -27,11 +27,13 @@ from strata.auth import Principal, authenticate
 from strata.errors import BackendUnavailable
 from strata.layers.knowledge import KnowledgeBase
 from strata.models import Scope
+from strata.ratelimit import RateLimiter
 from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.stores.coordination import ClusterLock, MetricsBoard
 from strata.stores.ports import VectorStore
 from strata.stores.redis import RedisStore
+from strata.stores.redis.ratelimit import RedisRateBuckets
 from strata.stores.snapshot import KnowledgeSnapshot
 
 __all__ = ["IngressState", "resolve", "shard_unavailable"]
@@ -64,6 +66,9 @@ class IngressState:
         self._recall = recall
         self._namespace = namespace
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
+        # per key and tenant, in Redis for every replica (this replica's own if Redis fails)
+        self.rate_limiter = RateLimiter(self._settings, RedisRateBuckets(
+            self._settings.redis_url, self._settings.redis_prefix))
         # deployed alone (serve deploy, a RayService), the app starts what it needs itself
         self._shards = ensure_backend(self._settings, namespace)
         self._dim: int | None = None

@@ -22,6 +22,8 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     fu:{session}:count       string  follow-ups proposed in the session
     forgets:{scope}          hash    the user's recent forget requests (turn + target -> request)
     deleted:{scope}          set     "<session>:<turn>" of the turns the user's deletes took
+    rate:key:{digest}        hash    an API key's token bucket {tokens, at} (the key's digest)
+    rate:tenant:{tenant}     hash    a tenant's token bucket {tokens, at}
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "outcome_counts",
     "outcome_field",
     "parse_scope_key",
+    "rate_bucket",
     "snapshot",
     "turn_ids",
     "user_keys",
@@ -152,6 +155,12 @@ def followup_outcomes(scope: Scope) -> str:
 
 def followup_count(ref: SessionRef) -> str:
     return f"fu:{ref.key}:count"
+
+
+def rate_bucket(kind: str, name: str) -> str:
+    """A token bucket of the rate limits: ``kind`` is ``key`` (``name`` a digest of the API
+    key, never the key) or ``tenant``."""
+    return f"rate:{kind}:{name}"
 
 
 def deleted_turn(session_id: str, turn_id: str) -> str:

@@ -1451,7 +1451,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1539,7 +1539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1624,7 +1624,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1711,7 +1711,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1796,7 +1796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1881,7 +1881,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1964,7 +1964,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2047,7 +2047,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2136,7 +2136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2225,7 +2225,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2314,7 +2314,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2402,7 +2402,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2491,7 +2491,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2578,7 +2578,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2665,7 +2665,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2748,7 +2748,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2840,7 +2840,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2931,7 +2931,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,7 +3022,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3111,7 +3111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3203,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3291,7 +3291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3381,7 +3381,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3473,7 +3473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3560,7 +3560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3653,7 +3653,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3738,7 +3738,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3821,7 +3821,7 @@ export interface operations {
                     "application/x-ndjson": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3912,7 +3912,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3997,7 +3997,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4084,7 +4084,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a per-scope cap or a queue bound was reached */
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
