@@ -42,7 +42,7 @@ __all__ = ["NO_RETRY", "AsyncClient", "Client", "RetryPolicy", "new_turn_id"]
 _BY_CODE: dict[str, type[errors.StrataError]] = {
     cls.code: cls for cls in (errors.InvalidInput, errors.Unauthorized, errors.Forbidden,
                               errors.NotFound, errors.Conflict, errors.LimitExceeded,
-                              errors.PayloadTooLarge,
+                              errors.RateLimited, errors.PayloadTooLarge,
                               errors.BackendUnavailable, errors.VectorStoreError,
                               errors.QueueStoreError, errors.EmbedderError)}
 # the request never reached the server: safe to send again whatever it was
@@ -54,7 +54,8 @@ IMPORT_CHUNK_BYTES = 4 * 2**20  # half the server's default body limit (STRATA_M
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How the SDK retries a request that met an unavailable server (503) or no server.
+    """How the SDK retries a request that met an unavailable server (503), a rate limit
+    (a 429 ``rate_limited``, refused before any work) or no server.
 
     ``attempts`` counts every try, the first included (1 = never retry). The n-th retry
     waits ``backoff_s * 2**(n-1)`` with jitter (between half and all of it), or what the
@@ -146,7 +147,7 @@ def _next_wait(policy: RetryPolicy, retry: int, request: _Request,
     if not request.retry or retry + 1 >= policy.attempts:
         return None
     if isinstance(outcome, httpx.Response):
-        if outcome.status_code == 503:
+        if outcome.status_code == 503 or _rate_limited(outcome):
             return policy.wait_s(retry, outcome.headers.get("retry-after"))
         if request.safe_to_repeat and _lost_before_strata(outcome):
             return policy.wait_s(retry)
@@ -154,6 +155,18 @@ def _next_wait(policy: RetryPolicy, retry: int, request: _Request,
     if isinstance(outcome, _NOT_SENT) or request.safe_to_repeat:
         return policy.wait_s(retry)
     return None
+
+
+def _rate_limited(resp: httpx.Response) -> bool:
+    """A 429 of the rate limit: refused before any work, so any request may be sent again
+    (another 429, such as a full scope's, is final)."""
+    if resp.status_code != 429:
+        return False
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("error") == errors.RateLimited.code
 
 
 def _lost_before_strata(resp: httpx.Response) -> bool:

@@ -14,7 +14,7 @@ import pytest
 
 from strata import AsyncClient, Client
 from strata.client import NO_RETRY, RetryPolicy
-from strata.errors import BackendUnavailable, NotFound, StrataError
+from strata.errors import BackendUnavailable, LimitExceeded, NotFound, RateLimited, StrataError
 
 FAST = RetryPolicy(attempts=4, backoff_s=0.001, max_wait_s=0.01)
 CLIENT_TURN_ID = re.compile(r"^c-[0-9a-f]{32}$")
@@ -233,3 +233,22 @@ def test_turns_left_to_the_server_are_not_resent_after_a_lost_answer() -> None:
     single = Wire(unavailable("0"))
     client(single).add_turn("s1", "ann", "user", "hi", auto_turn_id=False)
     assert [b.get("turn_id") for b in single.bodies()] == [None, None]  # a 503 wrote nothing
+
+
+def test_a_rate_limit_s_429_is_retried_after_what_it_says_and_a_full_scope_s_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("strata.client.time.sleep", slept.append)
+    limited = httpx.Response(429, headers={"Retry-After": "2"},
+                             json={"error": "rate_limited", "detail": "over 5/s"})
+    wire = Wire(limited, httpx.Response(200, json={"memory": {}}))
+    client(wire, RetryPolicy()).remember("ann", key="k", value="v")  # refused unread: resent
+    assert len(wire.requests) == 2 and slept == [2.0]
+    always = Wire(*[limited] * 5)
+    with pytest.raises(RateLimited):
+        client(always, RetryPolicy(attempts=3, backoff_s=0.001)).recall("ann", "q")
+    assert len(always.requests) == 3
+    full = Wire(httpx.Response(429, json={"error": "limit_exceeded", "detail": "100 per scope"}))
+    with pytest.raises(LimitExceeded):
+        client(full).remember("ann", key="k", value="v")
+    assert len(full.requests) == 1

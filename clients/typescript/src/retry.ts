@@ -79,6 +79,13 @@ export function lostBeforeStrata(status: number, body: unknown): boolean {
   return status === 500 && !isErrorBody(body);
 }
 
+/** A 429 of the rate limit: refused before any work, so any request may be sent again
+ *  (another 429, such as a full scope's, is final). */
+export function rateLimited(status: number, body: unknown): boolean {
+  return status === 429 && isErrorBody(body)
+    && (body as { error?: unknown }).error === "rate_limited";
+}
+
 /** Milliseconds to wait before sending again, or null: this outcome is final. */
 export function nextWait(policy: RetryPolicy, retry: number, repeat: Repeat,
                          outcome: { status: number; retryAfter: string | null; body: unknown }
@@ -87,7 +94,9 @@ export function nextWait(policy: RetryPolicy, retry: number, repeat: Repeat,
   if ("thrown" in outcome) {
     return neverSent(outcome.thrown) || repeat.safe ? policy.waitMs(retry) : null;
   }
-  if (outcome.status === 503) return policy.waitMs(retry, outcome.retryAfter);
+  if (outcome.status === 503 || rateLimited(outcome.status, outcome.body)) {
+    return policy.waitMs(retry, outcome.retryAfter);
+  }
   if (repeat.safe && lostBeforeStrata(outcome.status, outcome.body)) return policy.waitMs(retry);
   return null;
 }

@@ -90,6 +90,21 @@ describe("against a scripted server", () => {
     assert.equal(error.detail, unavailable.detail);
   });
 
+  test("a rate limit's 429 is retried after Retry-After; a full scope's 429 is not",
+       async () => {
+    const limited = { error: "rate_limited", detail: "over 5/s" };
+    server.answer({ status: 429, headers: { "retry-after": "1" }, body: limited },
+                  { status: 200, body: { memory: {} } });
+    await client.remember("ann", { key: "k", value: "v" });  // refused unread: sent again
+    assert.equal(server.seen.length, 2);
+    assert.ok(server.seen[1].at - server.seen[0].at >= 950);
+    server.answer({ status: 429, body: { error: "limit_exceeded", detail: "100 per scope" } });
+    const error = await client.remember("ann", { key: "k", value: "v" }).catch((e) => e);
+    assert.equal(server.seen.length, 1);
+    assert.equal(error.status, 429);
+    assert.equal(error.code, "limit_exceeded");
+  });
+
   test("a 4xx is thrown at once with its {error, detail}", async () => {
     server.answer({ status: 422, body: { error: "invalid_input", detail: "a fact needs a value" } });
     const error = await client.remember("ann", { key: "k" }).catch((e) => e);
