@@ -1,6 +1,7 @@
 """Re-embed the knowledge base with another embedding model, with no downtime.
 
     python -m jobs.reembed --embedder openai        # or minilm / hash
+    python -m jobs.reembed --embedder sentence-transformers --st-model-path /models/my-model
     ray job submit -- python -m jobs.reembed --embedder minilm
 
 With milvus-lite the work runs inside the StoreOwner (the only process that may open the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import ray
 
@@ -30,12 +32,19 @@ NAMESPACE = "strata"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.reembed")
-    parser.add_argument("--embedder", choices=["minilm", "hash", "openai"], required=True)
+    parser.add_argument("--embedder", required=True,
+                        choices=["minilm", "hash", "openai", "sentence-transformers"])
+    parser.add_argument("--st-model-path", default=None, help=(
+        "with --embedder sentence-transformers: the model's local directory, as every node "
+        "sees it"))
     args = parser.parse_args(argv)
     if not ray.is_initialized():
         ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
     base = Settings(**running_settings(NAMESPACE))
-    target = base.model_copy(update={"embedder": args.embedder})
+    update: dict[str, object] = {"embedder": args.embedder}
+    if args.st_model_path:
+        update["st_model_path"] = Path(args.st_model_path)
+    target = base.model_copy(update=update)
     if base.milvus_is_lite:
         owner = named_actor(OWNER_NAME, NAMESPACE)
         report = ReembedReport.model_validate(ray.get(owner.reembed.remote(target)))

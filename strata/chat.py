@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from strata.providers import ProviderFailed, RetryPolicy, call_with_retries, openai_client
+from strata.providers import (
+    NO_RETRY,
+    ProviderFailed,
+    RetryPolicy,
+    call_with_retries,
+    openai_client,
+)
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -24,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["ChatClient", "ChatFailed"]
 
 M = TypeVar("M", bound=BaseModel)
-NO_RETRY = RetryPolicy(retries=0)
 
 
 class ChatFailed(Exception):

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from strata.settings import Settings
+
 if TYPE_CHECKING:  # imported where it is used: ~0.6 s that a deployment without an
     import openai  # OpenAI-compatible endpoint need not pay at start
 
-__all__ = ["ProviderFailed", "RetryPolicy", "call_with_retries", "openai_client",
-           "retry_after_s"]
+__all__ = ["NO_RETRY", "ProviderFailed", "RetryPolicy", "call_with_retries", "openai_client",
+           "provider_retry", "retry_after_s"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,6 +71,14 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         """The wait before retry ``attempt + 1`` when the server named none (25% jitter)."""
         return min(self.backoff_s * 2.0**attempt, self.max_wait_s) * (1 - 0.25 * random.random())
+
+
+NO_RETRY = RetryPolicy(retries=0)
+
+
+def provider_retry(settings: Settings) -> RetryPolicy:
+    """The retries ``settings`` give calls to a provider off the recall path."""
+    return RetryPolicy(retries=settings.openai_retries, max_wait_s=settings.openai_retry_max_wait_s)
 
 
 def retry_after_s(headers: Mapping[str, str], now: float) -> float | None:

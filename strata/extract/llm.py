@@ -13,6 +13,7 @@ from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
 from strata.extract.rules import RuleExtractor, speaker_of, spoken_by
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
+from strata.providers import NO_RETRY, RetryPolicy, provider_retry
 from strata.settings import Settings
 
 __all__ = ["LLMExtractor", "make_extractor"]
@@ -25,8 +26,9 @@ class LLMExtractor:
 
     def __init__(self, base_url: str, api_key: str, model: str, prompt: Prompt = EXTRACT_V1,
                  timeout_s: float = 30.0, fallback: Extractor | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
+                 transport: httpx.BaseTransport | None = None,
+                 retry: RetryPolicy = NO_RETRY) -> None:
+        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport, retry=retry)
         self.prompt = prompt
         self._fallback = fallback or RuleExtractor()
 
@@ -74,5 +76,6 @@ def make_extractor(settings: Settings) -> Extractor:
     """The extractor ``settings.extractor`` names (rules by default)."""
     if settings.extractor == "openai":
         return LLMExtractor(settings.openai_base_url, settings.openai_api_key,
-                            settings.openai_chat_model)
+                            settings.openai_chat_model, timeout_s=settings.openai_timeout_s,
+                            retry=provider_retry(settings))
     return RuleExtractor()

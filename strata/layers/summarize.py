@@ -22,6 +22,7 @@ from strata.chat import ChatClient, ChatFailed
 from strata.extract.fact_rules import match_facts
 from strata.extract.intents import is_acknowledgement, is_question
 from strata.models import Turn
+from strata.providers import NO_RETRY, RetryPolicy, provider_retry
 from strata.settings import Settings
 from strata.tokens import count_pieces, count_tokens
 
@@ -147,8 +148,9 @@ class LLMSummarizer:
 
     def __init__(self, base_url: str, api_key: str, model: str, timeout_s: float = 20.0,
                  fallback: Summarizer | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport)
+                 transport: httpx.BaseTransport | None = None,
+                 retry: RetryPolicy = NO_RETRY) -> None:
+        self._chat = ChatClient(base_url, api_key, model, timeout_s, transport, retry=retry)
         self._fallback = fallback or RuleSummarizer()
 
     def _prompt(self, previous: str, evicted: Sequence[Turn], budget_tokens: int) -> str:
@@ -185,5 +187,5 @@ def make_summarizer(settings: Settings) -> Summarizer:
     """The summarizer ``settings.summarizer`` names (rules by default)."""
     if settings.summarizer == "openai":
         return LLMSummarizer(settings.openai_base_url, settings.openai_api_key,
-                             settings.openai_chat_model)
+                             settings.openai_chat_model, retry=provider_retry(settings))
     return RuleSummarizer()

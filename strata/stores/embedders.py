@@ -27,7 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.errors import EmbedderError, InvalidInput
-from strata.providers import ProviderFailed, RetryPolicy, call_with_retries, openai_client
+from strata.providers import (
+    ProviderFailed,
+    RetryPolicy,
+    call_with_retries,
+    openai_client,
+    provider_retry,
+)
 from strata.settings import Settings
 from strata.stores.lexical import content_pieces
 from strata.stores.ports import Embedder
@@ -439,6 +445,5 @@ def make_embedder(settings: Settings) -> Embedder:
         return OpenAIEmbedder(
             settings.openai_base_url, settings.openai_api_key, settings.openai_embed_model,
             settings.openai_embed_dim, timeout_s=settings.openai_timeout_s,
-            retry=RetryPolicy(retries=settings.openai_retries,
-                              max_wait_s=settings.openai_retry_max_wait_s))
+            retry=provider_retry(settings))
     raise InvalidInput(f"unknown embedder {settings.embedder!r}")
