@@ -72,6 +72,10 @@ class Settings(BaseSettings):
         "sentence-transformers model (modules.json, config.json, weights); never downloaded"))
     summarizer: Literal["rules", "openai"] = "rules"
     extractor: Literal["rules", "openai"] = "rules"
+    intent_detector: Literal["learned", "rules"] = Field(default="learned", description=(
+        "how a user turn's forget is read at once: 'learned' (a linear model fitted from the "
+        "packaged labelled corpus, with the rules; strata/extract/intent_model.py) or "
+        "'rules' (the hand-written patterns only)"))
     query_expander: Literal["rules", "openai"] = Field(default="rules", description=(
         "recall's optional LLM path: 'openai' has the chat model (openai_base_url, "
         "openai_chat_model) write statements the person asked about might have said, each "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["coverage", "has_cjk", "overlap", "terms", "word_pattern"]
+__all__ = ["coverage", "has_cjk", "ordered_terms", "overlap", "terms", "word_pattern"]
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TERM = re.compile(r"[\u4e00-\u9fff]|[^\W\d_]{2,}|\d+")
@@ -29,6 +29,11 @@ def word_pattern(word: str) -> str:
     left = "" if has_cjk(word[:1]) else r"(?<!\w)"
     right = "" if has_cjk(word[-1:]) else r"(?!\w)"
     return left + re.escape(word) + right
+
+
+def ordered_terms(text: str) -> list[str]:
+    """The content terms of ``text`` in the order they come (repeats kept)."""
+    return [t for t in _TERM.findall(_MERGE_MARK.sub("", text.lower())) if t not in _FUNCTION]
 
 
 def terms(text: str) -> set[str]:

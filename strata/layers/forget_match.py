@@ -11,10 +11,11 @@ from strata.extract.terms import coverage, has_cjk
 from strata.models import Provenance, StoredRecord, as_utc, is_visible
 from strata.stores.redis_ports import ForgetRequest
 
-__all__ = ["FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before", "said_earlier",
-           "stored_before"]
+__all__ = ["EVERYTHING", "FORGET_COVERAGE", "FORGET_SIMILARITY", "names", "said_before",
+           "said_earlier", "stored_before"]
 
 FORGET_SIMILARITY = 0.55
+EVERYTHING = "*"  # the target of "forget everything you know about me" / "全部忘掉"
 FORGET_COVERAGE = 0.5  # the share of a forget target's content terms a memory must hold
 
 

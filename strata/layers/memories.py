@@ -19,7 +19,7 @@ from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
-from strata.layers.forget_match import names, said_before, stored_before
+from strata.layers.forget_match import EVERYTHING, names, said_before, stored_before
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
@@ -324,30 +324,34 @@ class LongTermMemory:
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
                         speaker: str | None = None, before: ForgetRequest | None = None
                         ) -> list[str]:
-        """A "forget" intent: the facts and episodes (exchanges too) that name the target get
-        weight 0 at once (``forget_match.names``). Said by one person of a multi-party conversation
-        (``speaker``), it forgets what that person said, not another's. Applied later than
-        its turn (``before``: the request, retried), it forgets only what was said before it
-        (``metadata.said_at``; a memory that does not say when counts as earlier)."""
-        vector = self.embedder.encode([target])[0].tolist()
+        """A "forget" intent: the facts and episodes (exchanges too) that name the target
+        (``EVERYTHING``: all of them) get weight 0 at once (``forget_match.names``). Said by
+        one person of a multi-party conversation (``speaker``), it forgets what that person
+        said, not another's. Applied later than its turn (``before``: the request, retried),
+        it forgets only what was said before it (``metadata.said_at``; a memory that does not
+        say when counts as earlier)."""
+        everything = target == EVERYTHING  # "forget everything you know about me"
+        vector = None if everything else self.embedder.encode([target])[0].tolist()
         forgotten = []
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
         for collection in (Collection.FACTS, Collection.EPISODES):
-            hits = self.vectors.search_hybrid(collection, scope, vector, target, 10, live)
-            for hit in hits:
-                if hit.record.payload.get("source") == Source.ADMIN.value:
+            found = ([(r, 0.0) for r in self.vectors.query(collection, scope, live, 16_384)]
+                     if vector is None else
+                     [(h.record, h.parts.get("dense", 0.0)) for h in self.vectors.search_hybrid(
+                         collection, scope, vector, target, 10, live)])
+            for record, dense in found:
+                if record.payload.get("source") == Source.ADMIN.value:
                     continue  # what an admin wrote changes only by an admin
-                said_by = (hit.record.payload.get("metadata") or {}).get("speaker")
+                said_by = (record.payload.get("metadata") or {}).get("speaker")
                 if speaker and said_by and said_by != speaker:
                     continue
-                words = [hit.record.text, hit.record.payload.get("key"),
-                         hit.record.payload.get("value")]
-                if not names(target, words, hit.parts.get("dense", 0.0)):
+                words = [record.text, record.payload.get("key"), record.payload.get("value")]
+                if not everything and not names(target, words, dense):
                     continue
-                if before is not None and not stored_before(hit.record, before):
+                if before is not None and not stored_before(record, before):
                     continue
-                item = from_record(hit.record).model_copy(update={"weight": 0.0,
-                                                                  "updated_at": utcnow()})
+                item = from_record(record).model_copy(update={"weight": 0.0,
+                                                              "updated_at": utcnow()})
                 self._rewrite(collection, scope, item)
                 forgotten.append(item.id)
         return forgotten
@@ -361,9 +365,10 @@ class LongTermMemory:
                  for req in requests if said_before(cand, req)]
         if not pairs:
             return list(candidates), 0
-        texts = sorted({t for cand, req in pairs for t in (cand.text, req.target)})
+        texts = sorted({t for cand, req in pairs for t in (cand.text, req.target)
+                        if t != EVERYTHING})
         vectors = dict(zip(texts, self.embedder.encode(texts), strict=True))
-        doomed = {id(cand) for cand, req in pairs if names(
+        doomed = {id(cand) for cand, req in pairs if req.target == EVERYTHING or names(
             req.target, [cand.text, cand.key, cand.value],
             cosine(vectors[req.target], vectors[cand.text]))}
         return [c for c in candidates if id(c) not in doomed], len(doomed)

@@ -19,8 +19,9 @@ from typing import Any
 
 from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent, attribute
+from strata.extract.intent_model import IntentDetector, Utterance, forget_target
 from strata.extract.intents import is_declaration
-from strata.extract.rules import RuleExtractor, detect_intent
+from strata.extract.rules import RuleExtractor, detect_intent, speaker_of
 from strata.extract.worker import WriteSummary
 from strata.layers.decay import (
     DecayPolicy,
@@ -29,11 +30,12 @@ from strata.layers.decay import (
     apply_changes,
     sweep_scope,
 )
+from strata.layers.forget_match import EVERYTHING
 from strata.layers.forgetting import FilePurge
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.transfer import import_items
-from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
+from strata.models import MemoryItem, MemoryKind, Provenance, Role, Scope, Turn, utcnow
 from strata.portability import ImportCounts
 from strata.shard.models import IntentResult
 from strata.stores.hot import HotIndexStore
@@ -100,8 +102,10 @@ class ShardMemories:
     extraction write never holds up turns, closes or recalls."""
 
     def __init__(self, longterm: LazyLongTerm, *, queues: WriteQueues, users: UserRegistry,
-                 audit: AuditLog, aof: AppendOnlyFile, forgets: ForgetLog) -> None:
+                 audit: AuditLog, aof: AppendOnlyFile, forgets: ForgetLog,
+                 detector: Callable[[], IntentDetector] | None = None) -> None:
         self.lock = threading.RLock()
+        self._detector = detector  # a learned reading of forgets the rules miss (built lazily)
         self._queues = queues
         self._forgets = forgets
         self._users = users
@@ -138,9 +142,16 @@ class ShardMemories:
         if turn.role is not Role.USER or not self._longterm.configured:
             return result
         declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
-        if detect_intent(turn.content) is Intent.NONE and not declared:
-            return result  # the common case: two cheap regex passes, no extraction
-        candidates = attribute(RuleExtractor().extract([turn], previous=previous), [turn])
+        ruled = detect_intent(turn.content)
+        learned = (self._learned_forget(turn, previous, ruled)
+                   if ruled in (Intent.NONE, Intent.FORGET) else None)
+        if ruled is Intent.NONE and not declared and learned is None:
+            return result  # the common case: two regex passes and one linear model
+        candidates = RuleExtractor().extract([turn], previous=previous)
+        if learned is not None:  # the model's forget stands for the rules' (everything)
+            candidates = [c for c in candidates if c.intent is not Intent.FORGET
+                          or learned.text != EVERYTHING] + [learned]
+        candidates = attribute(candidates, [turn])
         forget = [c for c in candidates if c.intent is Intent.FORGET]
         explicit = [c for c in candidates if c.kind is MemoryKind.FACT and c.key
                     and (c.intent in (Intent.REMEMBER, Intent.OVERRIDE)
@@ -175,6 +186,28 @@ class ShardMemories:
             self._audit.append(scope, action="forget_intent", count=len(result.forgotten),
                                at=utcnow().isoformat())
         return result
+
+    def _learned_forget(self, turn: Turn, previous: str | None, ruled: Intent
+                        ) -> Candidate | None:
+        """What the learned detector adds to the rules' reading: a forget they did not
+        read (its target: ``forget_target``), or that a forget is of everything."""
+        if self._detector is None:
+            return None
+        reading = self._detector().read([Utterance(turn.content, previous)])[0]
+        if reading.intent != "forget":
+            return None
+        if reading.scope == "all":
+            target: str | None = EVERYTHING
+        elif ruled is Intent.FORGET:
+            return None  # the rules' own target stands
+        else:
+            target = forget_target(turn.content, previous)
+        if not target:
+            return None
+        return Candidate(kind=MemoryKind.FACT, text=target.strip(), intent=Intent.FORGET,
+                         provenance=Provenance(session_id=turn.session_id,
+                                               turn_ids=[turn.turn_id]),
+                         event_time=turn.created_at, speaker=speaker_of(turn))
 
     def _forget(self, scope: Scope, request: ForgetRequest, late: bool = False) -> list[str]:
         """Apply a forget request to what is stored (``late``: after its turn, to what was
@@ -216,7 +249,13 @@ class ShardMemories:
                 else:  # its turn's attempt failed: now, with what is stored now
                     applied.add(request.turn_id)
                     forgotten += len(self._forget(scope, request, late=True))
-            kept, left_out = self.longterm.unforgotten(candidates, requests)
+            # the turn that asked to forget is no event to recall ("the dispute is behind me,
+            # don't bring it up"), alone or in an exchange with the turn after it
+            asked = {r.turn_id for r in requests}
+            said = [c for c in candidates if not (
+                c.kind is MemoryKind.EPISODE and asked.intersection(c.provenance.turn_ids))]
+            forgotten += len(candidates) - len(said)
+            kept, left_out = self.longterm.unforgotten(said, requests)
             summary = self.longterm.writer.write(scope, kept)
             summary.forgotten += forgotten + left_out
             summary.deleted += deleted

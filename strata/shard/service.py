@@ -4,12 +4,14 @@ through what the constructor passes them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from strata.errors import NotFound
 from strata.extract.base import Candidate
+from strata.extract.intent_model import packaged_detector
 from strata.extract.worker import WriteSummary
 from strata.layers.decay import DecayPolicy, StatusChange, SweepCounts
 from strata.layers.forgetting import FilePurge
@@ -56,8 +58,12 @@ class SessionShardService:
         self._redis = redis
         self._longterm = LazyLongTerm(longterm)
         # each part gets the Redis ports it uses, no more
-        self.memories = ShardMemories(self._longterm, queues=redis.queues, users=redis.users,
-                                      audit=redis.audit, aof=redis.aof, forgets=redis.forgets)
+        self.memories = ShardMemories(
+            self._longterm, queues=redis.queues, users=redis.users, audit=redis.audit,
+            aof=redis.aof, forgets=redis.forgets,
+            detector=packaged_detector if settings.intent_detector == "learned" else None)
+        if settings.intent_detector == "learned":  # ~2 s of loading, not on a user's turn
+            threading.Thread(target=packaged_detector, name="strata-intents", daemon=True).start()
         self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
                                       log=redis.sessions, index=redis.index,
                                       queues=redis.queues, config=config)

@@ -25,10 +25,10 @@ KEYS = {"admin-key": {"tenant": "acme", "role": "admin"},
 @pytest.fixture(scope="module")
 def http(ray_session: None, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[httpx.Client]:
-    with live_app(tmp_path_factory.mktemp("erasure"), embedder="hash", hash_dim=64,
-                  session_shards=1, extractors=0, api_keys=KEYS) as (url, _):
-        with httpx.Client(base_url=url, timeout=180) as client:
-            yield client
+    with (live_app(tmp_path_factory.mktemp("erasure"), embedder="hash", hash_dim=64,
+                   session_shards=1, extractors=0, api_keys=KEYS) as (url, _),
+          httpx.Client(base_url=url, timeout=180) as client):
+        yield client
 
 
 def _remember(http: httpx.Client, user: str, text: str) -> dict[str, Any]:
