@@ -4,12 +4,16 @@ the buckets are in Redis (named by a digest, never the key), and /metrics counts
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
+import pytest
 from live import ACME, GLOBEX, KEYS, live_app
 from prometheus_client.parser import text_string_to_metric_families
 
+from strata.client import NO_RETRY, Client, RetryPolicy
+from strata.errors import RateLimited
 from strata.stores.redis import RedisStore
 
 ACME_AGENT = {"Authorization": "Bearer key-acme-agent"}
@@ -57,3 +61,21 @@ def test_a_tenant_over_its_limit_gets_429_while_another_is_served(
         assert limited == {("acme", "tenant"): 2.0}  # by tenant; no user, no key
         assert sum(s.value for s in samples if s.name == "strata_requests_total"
                    and s.labels["status"] == "429") == 2.0
+
+
+def test_the_sdk_waits_out_the_limiter_s_retry_after(ray_session: None, tmp_path: Path) -> None:
+    """A key of one request a second: the SDK's second call meets a real 429, waits its
+    ``Retry-After`` and is served, once; with no retries it raises ``RateLimited``."""
+    keys = {"slow-key": {"tenant": "acme", "role": "admin", "rate_per_s": 1.0, "burst": 1}}
+    with live_app(tmp_path, embedder="hash", hash_dim=64, api_keys=keys, extractors=0,
+                  session_shards=1) as (url, _):
+        with Client(url, api_key="slow-key", retry=RetryPolicy(attempts=3)) as sdk:
+            sdk.whoami()
+            started = time.monotonic()
+            assert sdk.whoami()["tenant"] == "acme"
+            assert 0.5 <= time.monotonic() - started <= 10  # waited for the next token
+        with Client(url, api_key="slow-key", retry=NO_RETRY) as once:
+            once.whoami()
+            with pytest.raises(RateLimited) as refused:
+                once.whoami()
+            assert "rate" in str(refused.value).lower()
