@@ -40,9 +40,8 @@ from strata.extract.intents import detect_intent
 from strata.extract.terms import ordered_terms, terms
 
 __all__ = ["FORGET_CUE", "INTENTS", "TRAINING", "CombinedIntents", "IntentDetector",
-           "IntentReading", "LearnedIntents", "RuleIntents", "Utterance", "forget_target",
-           "framing_terms",
-           "packaged_detector", "training_rows"]
+           "IntentReading", "LearnedIntents", "RuleIntents", "TargetSpans", "Utterance",
+           "forget_target", "framing_terms", "packaged_detector", "training_rows"]
 
 logger = logging.getLogger(__name__)
 TRAINING = Path(__file__).parent / "intent_corpus"  # the development writers' rows
@@ -78,6 +77,7 @@ class IntentReading:
     confidence: float
     by: str  # rules | learned | learned+rules
     scope: str | None = None  # a forget's: one, topic, person, all (when a model reads it)
+    target: str | None = None  # what a forget names, as the model reads it (its terms)
 
 
 class IntentDetector(Protocol):
@@ -150,7 +150,8 @@ class CombinedIntents:
 
     def __init__(self, learned: LearnedIntents, forget_threshold: float = 0.4,
                  rule_backed: float = 0.2, cue: re.Pattern[str] | None = None,
-                 scopes: LearnedIntents | None = None, all_threshold: float = 0.5) -> None:
+                 scopes: LearnedIntents | None = None, all_threshold: float = 0.5,
+                 spans: TargetSpans | None = None) -> None:
         self._learned = learned
         self._rules = RuleIntents()
         self.forget_threshold = forget_threshold
@@ -161,6 +162,7 @@ class CombinedIntents:
         # at 0.4), and a wrong "everything" hides all the user said
         self._scopes = scopes
         self.all_threshold = all_threshold
+        self._spans = spans
 
     def read(self, utterances: Sequence[Utterance]) -> list[IntentReading]:
         ruled = self._rules.read(utterances)
@@ -172,7 +174,8 @@ class CombinedIntents:
             if probs.get("forget", 0.0) >= bar and cued:
                 out.append(IntentReading("forget", probs["forget"],
                                          "learned+rules" if rule.intent == "forget"
-                                         else "learned", self._scope(u)))
+                                         else "learned", self._scope(u),
+                                         self._spans.target(u.text) if self._spans else None))
                 continue
             others = {k: v for k, v in probs.items() if k != "forget"}
             best = max(others, key=others.__getitem__)
@@ -183,6 +186,55 @@ class CombinedIntents:
         if self._scopes is None:
             return None
         return _scope_of(self._scopes.probabilities([utterance])[0], self.all_threshold)
+
+
+class TargetSpans:
+    """Which of a forget's content terms are what it names: a logistic regression over each
+    term, its neighbours, its place, whether it is a cue word or capitalised, fitted on the
+    corpus's labelled targets. Leave-one-writer-out on DEV's forgets (not of everything):
+    the terms it keeps name the labelled target for 0.76 of turns, against 0.68 for
+    ``forget_target``'s framing terms (which saw every DEV writer)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], threshold: float = 0.5) -> None:
+        from sklearn.feature_extraction import DictVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        features: list[dict[str, Any]] = []
+        labels: list[bool] = []
+        for row in rows:
+            names_, each = _term_features(row["text"])
+            wanted = terms(row["target"])
+            features += each
+            labels += [t in wanted for t in names_]
+        self._vectors = DictVectorizer()
+        self._model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced")
+        self._model.fit(self._vectors.fit_transform(features), labels)
+        self.threshold = threshold
+
+    def target(self, text: str) -> str | None:
+        """The terms of ``text`` that name what is forgotten, in order (None: none)."""
+        found, each = _term_features(text)
+        if not found:
+            return None
+        probs = self._model.predict_proba(self._vectors.transform(each))[:, 1]
+        kept = [t for t, p in zip(found, probs, strict=True) if p >= self.threshold]
+        return " ".join(kept) or None
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _term_features(text: str) -> tuple[list[str], list[dict[str, Any]]]:
+    found = ordered_terms(text)
+    capitalised = {w.lower() for w in _WORD.findall(text)[1:] if w[:1].isupper()}
+    return found, [{
+        f"t={t}": 1, f"prev={found[i - 1] if i else '^'}": 1,
+        f"next={found[i + 1] if i + 1 < len(found) else '$'}": 1,
+        "cue": bool(FORGET_CUE.fullmatch(t)), "cjk": bool(_CJK.match(t)),
+        "pos": i / len(found), "cap": t in capitalised} for i, t in enumerate(found)]
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _scope_of(probs: dict[str, float], all_threshold: float) -> str:
@@ -258,22 +310,25 @@ def _packaged_detector() -> IntentDetector:
                                     ensure_ascii=False).encode()).hexdigest()[:16]
     path = _cache_dir() / f"intents-{key}.pkl"
     try:
-        learned, scopes = pickle.loads(path.read_bytes())
-        if isinstance(learned, LearnedIntents) and isinstance(scopes, LearnedIntents):
-            return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes)
+        learned, scopes, spans = pickle.loads(path.read_bytes())
+        if (isinstance(learned, LearnedIntents) and isinstance(scopes, LearnedIntents)
+                and isinstance(spans, TargetSpans)):
+            return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
         pass
     learned = LearnedIntents(rows)
     scopes = LearnedIntents([r for r in rows if r["intent"] == "forget" and r.get("scope")],
                             label="scope", with_previous=False)
+    spans = TargetSpans([r for r in rows if r["intent"] == "forget" and r.get("target")
+                         and r.get("scope") != "all"])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps((learned, scopes)))
+        partial.write_bytes(pickle.dumps((learned, scopes, spans)))
         os.replace(partial, path)
         for old in path.parent.glob("intents-*.pkl"):  # fits of other versions
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError as exc:  # a read-only home: fit again next time
         logger.info("intent model not cached (%s)", exc)
-    return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes)
+    return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans)

@@ -200,8 +200,8 @@ class ShardMemories:
             target: str | None = EVERYTHING
         elif ruled is Intent.FORGET:
             return None  # the rules' own target stands
-        else:
-            target = forget_target(turn.content, previous)
+        else:  # the model's span, else the turn without its framing, else the turn before
+            target = reading.target or forget_target(turn.content, previous)
         if not target:
             return None
         return Candidate(kind=MemoryKind.FACT, text=target.strip(), intent=Intent.FORGET,
