@@ -29,10 +29,10 @@ from strata.models import MemoryKind, Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder, MiniLMEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.ports import Embedder
 from strata.stores.redis import RedisStore
 from strata.stores.redis_server import EmbeddedRedis
+from strata.testing.fake_vectors import FakeVectorStore
 
 OTHER = {"en": "I adopted a grey cat named Pixel last spring.",
          "zh": "我去年春天领养了一只叫小灰的猫。"}
@@ -40,7 +40,7 @@ OTHER = {"en": "I adopted a grey cat named Pixel last spring.",
 
 def run(rows: list[dict[str, Any]], detector: str, embedder: Embedder,
         redis: RedisStore) -> Counter[str]:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(embedder.dim)
     lt = LongTermMemory(vectors, embedder)
     shard = SessionShardService(0, Settings(intent_detector=detector), redis, RuleSummarizer(),

@@ -58,8 +58,8 @@ from strata.shard.recall import ShardRecall
 from strata.stores.embedders import MiniLMEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.hot_table import HotTable
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.ports import Embedder, QueryEmbedding
+from strata.testing.fake_vectors import FakeVectorStore
 
 DIM = 384
 TENANT = "bench"
@@ -106,7 +106,7 @@ def _turns(user: UserData) -> Iterator[list[Turn]]:
                     created_at=t.created_at) for i, t in enumerate(session.turns)]
 
 
-def write_user(durable: InMemoryVectorStore, embedder: Embedder, user: UserData) -> int:
+def write_user(durable: FakeVectorStore, embedder: Embedder, user: UserData) -> int:
     """Extract and write one user as a shard does (through a hot index, so the episodes'
     token vectors are persisted with them); the memories it ended with."""
     tokens = embedder if hasattr(embedder, "token_vectors") else None
@@ -121,7 +121,7 @@ def write_user(durable: InMemoryVectorStore, embedder: Embedder, user: UserData)
                                                  Collection.PROCEDURES))
 
 
-class PackedDurable(InMemoryVectorStore):
+class PackedDurable(FakeVectorStore):
     """The durable store as a shard sees it: out of its heap (Milvus runs elsewhere). Each
     user's rows of a collection are one pickled blob, so the store adds nothing to this
     process's GC-tracked objects; a load unpickles them as a Milvus scan decodes its rows.
@@ -132,7 +132,7 @@ class PackedDurable(InMemoryVectorStore):
         self._blobs = rows
 
     @classmethod
-    def freeze(cls, store: InMemoryVectorStore) -> PackedDurable:
+    def freeze(cls, store: FakeVectorStore) -> PackedDurable:
         return cls({(c, key): pickle.dumps([r.model_dump() for r in rows.values()])
                     for c, by_key in store._data.items() for key, rows in by_key.items()})
 
@@ -312,7 +312,7 @@ def build(args: argparse.Namespace, users: list[UserData], embedder: Embedder
         blobs = pickle.loads(cache.read_bytes())
         print(f"{len(users)} users read from {cache}")
         return PackedDurable(blobs)
-    durable = InMemoryVectorStore()
+    durable = FakeVectorStore()
     durable.ensure_collections(DIM)
     started = time.perf_counter()
     n = write_user(durable, embedder, users[0])

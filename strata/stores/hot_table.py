@@ -23,8 +23,8 @@ import numpy.typing as npt
 
 from strata.models import MemoryStatus, RecordFilter, SearchHit, StoredRecord
 from strata.stores.lexical import BM25_B, BM25_K1, tokenize
-from strata.stores.memory import matches
 from strata.stores.ports import fuse_rrf
+from strata.stores.row_filter import matches
 
 __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable"]
 

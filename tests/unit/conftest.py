@@ -10,19 +10,19 @@ from strata.layers.summarize import RuleSummarizer
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 
 @pytest.fixture
-def vectors() -> InMemoryVectorStore:
-    store = InMemoryVectorStore()
+def vectors() -> FakeVectorStore:
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return store
 
 
 @pytest.fixture
-def shard(redis_store: RedisStore, vectors: InMemoryVectorStore) -> SessionShardService:
+def shard(redis_store: RedisStore, vectors: FakeVectorStore) -> SessionShardService:
     """A shard with the rule summarizer, its long-term memory on ``vectors`` and a 64-d
     hash embedder."""
     lt = LongTermMemory(vectors, HashEmbedder(64))

@@ -17,8 +17,8 @@ from strata.recall.scoring import ScoredItem
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -26,7 +26,7 @@ EMB = HashEmbedder(64)
 
 @pytest.fixture
 def longterm() -> LongTermMemory:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return LongTermMemory(store, EMB)
 

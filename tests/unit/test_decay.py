@@ -26,16 +26,16 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.keys import SessionRef
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.ports import DecayScan, StatusWriter, VectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 
 
 def test_sweep_marks_cold_archives_and_is_idempotent() -> None:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     lt = LongTermMemory(store, HashEmbedder(64))
     old_episode, _ = lt.create(U, MemoryCreate(kind=MemoryKind.EPISODE, text="asked about lag",
@@ -85,7 +85,7 @@ def _aged(store: VectorStore, scope: Scope, days_by_text: dict[str, tuple[float,
 def sweep_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     store: VectorStore
     if request.param == "memory":
-        store = InMemoryVectorStore()
+        store = FakeVectorStore()
     else:
         store = MilvusVectorStore(str(tmp_path / "m.db"), prefix="d_")
     store.ensure_collections(64)
@@ -122,7 +122,7 @@ def test_plan_then_apply_changes_only_what_decayed(sweep_store: VectorStore) -> 
 
 
 def test_apply_re_decides_rows_touched_since_the_plan() -> None:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     ids = _aged(store, U, {"ep lag": (30, 0.9), "ep old": (40, 0.9)})
     now = utcnow().timestamp()
@@ -136,7 +136,7 @@ def test_apply_re_decides_rows_touched_since_the_plan() -> None:
 
 
 def test_cold_memory_recalled_again_is_rewarmed() -> None:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     ids = _aged(store, U, {"ep lag": (30, 0.9)})
     now = utcnow().timestamp()
@@ -159,9 +159,9 @@ def test_changes_are_batched_without_splitting_a_user() -> None:
 
 # -- purging archived working memory past retention (real Redis) --------------------------------
 
-def _shard(redis_store: RedisStore, store: InMemoryVectorStore | None = None
+def _shard(redis_store: RedisStore, store: FakeVectorStore | None = None
            ) -> SessionShardService:
-    vectors = store or InMemoryVectorStore()
+    vectors = store or FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, HashEmbedder(64))
     return SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)

@@ -15,8 +15,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.keys import SessionRef
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 U = Scope(tenant="t", user="u")
@@ -25,9 +25,9 @@ SISTER = "My sister Jane lives in Lisbon and works as a nurse."
 
 
 @pytest.fixture
-def extracted(redis_store: RedisStore) -> tuple[SessionShardService, InMemoryVectorStore]:
+def extracted(redis_store: RedisStore) -> tuple[SessionShardService, FakeVectorStore]:
     """A closed session extracted the production way (rule extractor, exchanges)."""
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, EMB)
     shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
@@ -45,14 +45,14 @@ def texts(shard: SessionShardService) -> list[str]:
     return [m.text for m in shard.longterm.list_items(U, limit=1000)]
 
 
-def recalled(vectors: InMemoryVectorStore, query: str) -> str:
+def recalled(vectors: FakeVectorStore, query: str) -> str:
     req = RecallRequest(user_id=U.user, query=query)
     resp = RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist())
     return " ".join(i.text for i in resp.items)
 
 
 def test_deleting_a_fact_deletes_its_turn_episode_and_exchange(
-        extracted: tuple[SessionShardService, InMemoryVectorStore],
+        extracted: tuple[SessionShardService, FakeVectorStore],
         redis_store: RedisStore) -> None:
     shard, vectors = extracted
     holding = [m for m in shard.longterm.list_items(U, limit=1000) if ALLERGY in m.text]
@@ -70,7 +70,7 @@ def test_deleting_a_fact_deletes_its_turn_episode_and_exchange(
 
 
 def test_deleting_a_turn_episode_deletes_the_fact_read_from_it(
-        extracted: tuple[SessionShardService, InMemoryVectorStore]) -> None:
+        extracted: tuple[SessionShardService, FakeVectorStore]) -> None:
     shard, _ = extracted
     episode = next(m for m in shard.longterm.list_items(U, MemoryKind.EPISODE)
                    if ALLERGY in m.text and m.metadata.get("type") != "exchange")
@@ -80,7 +80,7 @@ def test_deleting_a_turn_episode_deletes_the_fact_read_from_it(
 
 
 def test_a_memory_from_another_turn_with_the_same_words_stays(
-        extracted: tuple[SessionShardService, InMemoryVectorStore]) -> None:
+        extracted: tuple[SessionShardService, FakeVectorStore]) -> None:
     shard, _ = extracted
     shard.append_turn(U, "s2", "user", f"I'm {ALLERGY}, really.")
     shard.close(U, "s2")

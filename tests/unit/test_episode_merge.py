@@ -12,7 +12,7 @@ from strata.extract.exchanges import EXCHANGE
 from strata.layers.episodic import EpisodeStore
 from strata.models import Collection, MemoryKind, MemoryStatus, Provenance, Scope, utcnow
 from strata.stores.embedders import MiniLMEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 
@@ -24,7 +24,7 @@ def embedder() -> MiniLMEmbedder:
 
 @pytest.fixture
 def episodes(embedder: MiniLMEmbedder) -> EpisodeStore:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(embedder.dim)
     return EpisodeStore(store, embedder)
 

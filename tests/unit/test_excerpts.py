@@ -16,8 +16,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.lexical import tokenize
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 from strata.tokens import count_tokens
 
 EMB = HashEmbedder(64)
@@ -125,7 +125,7 @@ def test_the_room_and_the_count_always_hold(texts: list[str], room: int, count: 
 
 def test_recall_fills_top_k_from_long_memories_within_the_budget(
         redis_store: RedisStore) -> None:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),
                                 longterm=lambda: LongTermMemory(vectors, EMB))

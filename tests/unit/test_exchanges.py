@@ -31,8 +31,8 @@ from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 U = Scope(tenant="t", user="u")
@@ -58,9 +58,9 @@ def test_pairs_consecutive_user_turns_per_session_and_skips_the_assistant() -> N
 
 
 @pytest.fixture
-def written(redis_store: RedisStore) -> tuple[LongTermMemory, InMemoryVectorStore]:
+def written(redis_store: RedisStore) -> tuple[LongTermMemory, FakeVectorStore]:
     """A closed session whose turns were extracted the production way."""
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, EMB)
     shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer())
@@ -87,7 +87,7 @@ def test_exchanges_are_stored_redacted_and_name_their_turns_episodes(written) ->
     assert set(first.payload["metadata"]["members"]) <= episode_ids
 
 
-def ask(vectors: InMemoryVectorStore, query: str, recipe: str = "hybrid") -> dict:  # type: ignore[type-arg]
+def ask(vectors: FakeVectorStore, query: str, recipe: str = "hybrid") -> dict:  # type: ignore[type-arg]
     req = RecallRequest(user_id="u", query=query, top_k=5, layers=["episodes"], debug=True)
     resp = RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist(),
                                          recipe=RECIPES[recipe])
@@ -119,7 +119,7 @@ def test_deleting_an_episode_deletes_the_exchanges_that_repeat_it(written) -> No
 
 
 def test_the_person_asked_about_comes_first(redis_store: RedisStore) -> None:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, EMB)
     shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer())

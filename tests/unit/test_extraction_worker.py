@@ -13,16 +13,16 @@ from strata.models import Collection, Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_LOW, RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 
 
 @pytest.fixture
 def setup(redis_store: RedisStore) -> tuple[SessionShardService, LongTermWriter,
-                                            InMemoryVectorStore]:
-    vectors = InMemoryVectorStore()
+                                            FakeVectorStore]:
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     emb = HashEmbedder(64)
     writer = LongTermWriter(FactStore(vectors, emb), EpisodeStore(vectors, emb))

@@ -10,14 +10,14 @@ from strata.extract.rules import RuleExtractor
 from strata.layers.semantic import FactStore
 from strata.models import MemoryKind, MemoryStatus, Provenance, Role, Scope, Source, Turn
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 
 
 @pytest.fixture
 def facts() -> FactStore:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return FactStore(store, HashEmbedder(64))
 

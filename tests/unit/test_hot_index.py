@@ -42,8 +42,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -61,7 +61,7 @@ class CountingEmbedder(HashEmbedder):
         return super().token_vectors(texts)
 
 
-class CountingStore(InMemoryVectorStore):
+class CountingStore(FakeVectorStore):
     """The durable double, counting the calls that reach it."""
 
     def __init__(self) -> None:
@@ -83,7 +83,7 @@ def durable() -> CountingStore:
     return store
 
 
-def make_shard(redis_store: RedisStore, durable: InMemoryVectorStore,
+def make_shard(redis_store: RedisStore, durable: FakeVectorStore,
                max_bytes: int = 64 * 2**20, embedder: HashEmbedder = EMB
                ) -> SessionShardService:
     hot = HotIndexStore(durable, 64, tokens=lambda: embedder, max_bytes=max_bytes)

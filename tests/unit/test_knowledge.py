@@ -12,7 +12,7 @@ from strata.layers.knowledge import (
 )
 from strata.models import Collection, RecordFilter, Scope
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 P1 = ("Refunds are issued within 14 days of purchase. " * 4).strip()
@@ -25,8 +25,8 @@ def embed(texts: list[str]) -> list[list[float]]:
 
 
 @pytest.fixture
-def kb() -> tuple[KnowledgeBase, InMemoryVectorStore]:
-    store = InMemoryVectorStore()
+def kb() -> tuple[KnowledgeBase, FakeVectorStore]:
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return KnowledgeBase(store, EMB.model_id), store
 
@@ -37,7 +37,7 @@ def run(kb: KnowledgeBase, text: str, validate: list[ValidationQuestion] | None 
     return kb.commit(plan, embed([c.text for c in plan.add]), embed, validate or [])
 
 
-def active_texts(store: InMemoryVectorStore) -> str:
+def active_texts(store: FakeVectorStore) -> str:
     rows = store.query(Collection.KNOWLEDGE, Scope.shared("acme"),
                        RecordFilter(statuses=["active"]), 1000)
     return " ".join(r.text for r in rows)

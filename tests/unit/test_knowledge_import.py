@@ -19,8 +19,8 @@ from strata.layers.knowledge import (
 from strata.layers.knowledge_import import KnowledgeImport
 from strata.stores.coordination import ClusterLock
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis_server import EmbeddedRedis
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 POLICY = ("Refunds are issued within 14 days of purchase. " * 4).strip()
@@ -40,7 +40,7 @@ def lock(redis_server: EmbeddedRedis, request: pytest.FixtureRequest) -> Cluster
 
 @pytest.fixture
 def kb() -> KnowledgeBase:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return KnowledgeBase(store, EMB.model_id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from strata.layers.knowledge import DocumentIn, KnowledgeBase
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 P1 = ("Refunds are issued within 14 days of purchase. " * 4).strip()
@@ -21,7 +21,7 @@ def load(kb: KnowledgeBase, tenant: str, doc_id: str, text: str) -> None:
 
 
 def test_documents_lists_versions_and_statuses_of_one_tenant_only() -> None:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     kb = KnowledgeBase(store, EMB.model_id)
     assert kb.documents("acme") == []

@@ -6,8 +6,8 @@ import time
 
 from strata.models import Collection, RecordFilter, Scope, StoredRecord
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.snapshot import KnowledgeSnapshot
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 KB = Collection.KNOWLEDGE
@@ -27,13 +27,13 @@ class Clock:
         return self.now
 
 
-def search(store: KnowledgeSnapshot | InMemoryVectorStore, text: str) -> list[str]:
+def search(store: KnowledgeSnapshot | FakeVectorStore, text: str) -> list[str]:
     vector = EMB.encode([text])[0].tolist()
     return [h.record.id for h in store.search_hybrid(KB, SHARED, vector, text, 5, ACTIVE)]
 
 
 def test_the_copy_answers_what_the_store_answers() -> None:
-    inner = InMemoryVectorStore()
+    inner = FakeVectorStore()
     inner.upsert(KB, SHARED, [chunk("a", "how to reset a password"),
                               chunk("b", "pricing of the team plan"),
                               chunk("c", "old pricing page", status="deprecated")])
@@ -44,7 +44,7 @@ def test_the_copy_answers_what_the_store_answers() -> None:
 
 
 def test_a_job_import_is_seen_after_the_refresh_an_own_import_at_once() -> None:
-    inner, clock = InMemoryVectorStore(), Clock()
+    inner, clock = FakeVectorStore(), Clock()
     snapshot = KnowledgeSnapshot(inner, 64, refresh_s=5.0, clock=clock)
     assert search(snapshot, "refund policy") == []
     inner.upsert(KB, SHARED, [chunk("r", "the refund policy: 30 days")])  # a job, elsewhere
@@ -60,7 +60,7 @@ def test_a_job_import_is_seen_after_the_refresh_an_own_import_at_once() -> None:
 
 
 def test_a_tenant_too_large_to_copy_is_searched_in_the_store() -> None:
-    inner = InMemoryVectorStore()
+    inner = FakeVectorStore()
     inner.upsert(KB, SHARED, [chunk(f"c{i}", f"chapter {i} of the manual") for i in range(5)])
     snapshot = KnowledgeSnapshot(inner, 64, max_rows=3)
     assert search(snapshot, "chapter manual") == search(inner, "chapter manual")

@@ -24,8 +24,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.keys import SessionRef
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import QUEUE_HIGH, QUEUE_LOW, RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -33,7 +33,7 @@ EMB = HashEmbedder(64)
 
 
 
-def recall(vectors: InMemoryVectorStore, query: str, **kw: object) -> list[str]:
+def recall(vectors: FakeVectorStore, query: str, **kw: object) -> list[str]:
     req = RecallRequest(user_id=U.user, query=query, **kw)  # type: ignore[arg-type]
     resp = RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist())
     return [i.text for i in resp.items]
@@ -54,7 +54,7 @@ def test_plain_statements_wait_for_the_session_end(shard: SessionShardService) -
 
 
 def test_forget_intent_drops_weight_to_zero(shard: SessionShardService,
-                                            vectors: InMemoryVectorStore) -> None:
+                                            vectors: FakeVectorStore) -> None:
     shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE,
                                         text="reported that the invoice export is broken"))
     assert any("invoice" in t for t in recall(vectors, "invoice export problem"))
@@ -65,7 +65,7 @@ def test_forget_intent_drops_weight_to_zero(shard: SessionShardService,
 
 def test_delete_memory_cascades_to_turns_and_snapshot(
         shard: SessionShardService, redis_store: RedisStore,
-        vectors: InMemoryVectorStore) -> None:
+        vectors: FakeVectorStore) -> None:
     ack = shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
     shard.append_turn(U, "s1", "user", "unrelated small talk")
     fact = shard.longterm.list_items(U, MemoryKind.FACT)[0]
@@ -83,7 +83,7 @@ def test_delete_memory_cascades_to_turns_and_snapshot(
 
 def test_delete_user_leaves_no_text_anywhere(shard: SessionShardService,
                                              redis_store: RedisStore,
-                                             vectors: InMemoryVectorStore) -> None:
+                                             vectors: FakeVectorStore) -> None:
     shard.append_turn(U, "s1", "user", "Remember: my dog is called Biscuit.")
     shard.append_turn(U, "s2", "user", "I live in Reykjavik.")
     shard.close(U, "s2")
@@ -155,7 +155,7 @@ def extract(shard: SessionShardService, redis_store: RedisStore, queue: str = QU
 
 def test_a_forget_wins_over_an_earlier_sessions_extraction_that_lands_after_it(
         shard: SessionShardService, redis_store: RedisStore,
-        vectors: InMemoryVectorStore) -> None:
+        vectors: FakeVectorStore) -> None:
     shard.append_turn(U, "s1", "user", "We went hiking at Mount Falcon with the kids today.")
     ack = shard.append_turn(U, "s2", "user", "Forget the hiking at Mount Falcon.")
     assert not ack.intents.forgotten  # nothing stored yet: s1 is still open
@@ -175,7 +175,7 @@ def test_a_forget_wins_over_an_earlier_sessions_extraction_that_lands_after_it(
 
 
 def test_a_forget_that_failed_at_its_turn_is_applied_by_the_queued_job(
-        shard: SessionShardService, redis_store: RedisStore, vectors: InMemoryVectorStore,
+        shard: SessionShardService, redis_store: RedisStore, vectors: FakeVectorStore,
         monkeypatch: pytest.MonkeyPatch) -> None:
     shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE,
                                         text="reported that the invoice export is broken"))
@@ -232,7 +232,7 @@ def test_a_forget_seen_again_in_other_words_forgets_nothing_said_after_it(
 
 def test_turns_stamped_alike_are_ordered_by_the_servers_turn_numbers(
         shard: SessionShardService, redis_store: RedisStore,
-        vectors: InMemoryVectorStore) -> None:
+        vectors: FakeVectorStore) -> None:
     """A client that stamps every turn of a session with the session's (naive) time."""
     at = "2023-05-08T13:56:00"
     shard.append_turn(U, "s1", "user", "We went hiking at Mount Falcon with the kids today.",
@@ -259,7 +259,7 @@ def test_a_delete_takes_only_the_forgets_that_hold_its_words(
 
 def test_a_delete_wins_over_an_extraction_that_read_the_turn_before_it(
         shard: SessionShardService, redis_store: RedisStore,
-        vectors: InMemoryVectorStore) -> None:
+        vectors: FakeVectorStore) -> None:
     shard.append_turn(U, "s1", "user", "Remember that my codename is Bluefin.")
     shard.append_turn(U, "s1", "user", "We planned the Lisbon trip with Ana.")
     shard.close(U, "s1")

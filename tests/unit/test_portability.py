@@ -44,8 +44,8 @@ from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 ANN = Scope(tenant="t", user="ann")
 EMB = HashEmbedder(64)
@@ -53,7 +53,7 @@ ADMIN = Principal(tenant="t", role="admin")
 AGENT = Principal(tenant="t", role="agent")
 
 
-class CountingStore(InMemoryVectorStore):
+class CountingStore(FakeVectorStore):
     """The in-memory store, counting the rows written (to prove a re-import writes none)."""
 
     def __init__(self) -> None:
@@ -102,18 +102,18 @@ def populate(shard: SessionShardService) -> None:
     shard.reinforce(ANN, [episode["memory"]["id"]])
 
 
-def export_of(vectors: InMemoryVectorStore, scope: Scope = ANN) -> str:
+def export_of(vectors: FakeVectorStore, scope: Scope = ANN) -> str:
     header = ExportHeader(embed_model=EMB.model_id, exported_at=datetime.now(timezone.utc),
                           tenant=scope.tenant, users=[scope.user])
     return "".join(export_lines(header, [(scope.user, read_scope(vectors, scope))]))
 
 
-def snapshot(vectors: InMemoryVectorStore, scope: Scope = ANN) -> list[dict[str, Any]]:
+def snapshot(vectors: FakeVectorStore, scope: Scope = ANN) -> list[dict[str, Any]]:
     return sorted((i.model_dump(mode="json") for i in read_scope(vectors, scope)),
                   key=lambda d: d["id"])
 
 
-def recalled(vectors: InMemoryVectorStore, query: str,
+def recalled(vectors: FakeVectorStore, query: str,
              scope: Scope = ANN) -> list[tuple[str, float]]:
     request = RecallRequest(user_id=scope.user, query=query, top_k=10)
     response = RecallService(vectors).recall(scope, request, EMB.encode([query])[0].tolist())

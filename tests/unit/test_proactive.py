@@ -15,8 +15,8 @@ from strata.models import MemoryKind, Scope, StoredRecord
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
 POLICY = FollowUpPolicy()
@@ -68,7 +68,7 @@ def test_choose_skips_quiet_topics_keeps_the_caps_and_prefers_what_was_used() ->
 
 @pytest.fixture
 def shard(redis_store: RedisStore) -> SessionShardService:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, HashEmbedder(64))
     settings = Settings(followup_min_age_s=0, followups_per_session=2)

@@ -27,8 +27,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -142,7 +142,7 @@ def chat() -> Iterator[FakeChat]:
 
 
 def shard_with_turns(redis_store: RedisStore, settings: Settings) -> SessionShardService:
-    durable = InMemoryVectorStore()
+    durable = FakeVectorStore()
     durable.ensure_collections(64)
     lt = LongTermMemory(HotIndexStore(durable, 64, tokens=lambda: EMB), EMB)
     shard = SessionShardService(0, settings, redis_store, RuleSummarizer(), longterm=lambda: lt)

@@ -19,8 +19,8 @@ from strata.recall.service import RecallService
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 from strata.tokens import count_tokens
 
 EMB = HashEmbedder(64)
@@ -60,8 +60,8 @@ def test_decay_halves_at_the_half_life() -> None:
 
 
 @pytest.fixture
-def world(redis_store: RedisStore) -> tuple[SessionShardService, InMemoryVectorStore]:
-    vectors = InMemoryVectorStore()
+def world(redis_store: RedisStore) -> tuple[SessionShardService, FakeVectorStore]:
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, EMB)
     shard = SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)
@@ -80,7 +80,7 @@ def embed(texts: list[str]) -> list[list[float]]:
     return [v.tolist() for v in EMB.encode(texts)]
 
 
-def ask(vectors: InMemoryVectorStore, query: str, working: object = None,
+def ask(vectors: FakeVectorStore, query: str, working: object = None,
         **kw: object) -> object:
     req = RecallRequest(user_id="u", query=query, **kw)  # type: ignore[arg-type]
     return RecallService(vectors).recall(U, req, EMB.encode([query])[0].tolist(), working)

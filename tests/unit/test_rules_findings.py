@@ -18,8 +18,8 @@ from strata.models import MemoryKind, MemoryStatus, Role, Scope, Turn
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 from strata.tokens import count_tokens
 
 U = Scope(tenant="t", user="u")
@@ -41,7 +41,7 @@ def _facts(text: str) -> dict[str, Candidate]:
 
 @pytest.fixture
 def facts() -> FactStore:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(64)
     return FactStore(store, HashEmbedder(64))
 
@@ -87,7 +87,7 @@ def test_a_target_less_dismissal_forgets_the_previous_statement() -> None:
 
 def _shard_with_memory(redis_store: RedisStore) -> tuple[LongTermMemory, SessionShardService]:
     """A session shard whose long-term memory is an in-memory store."""
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, HashEmbedder(64))
     return lt, SessionShardService(0, Settings(), redis_store, RuleSummarizer(),

@@ -35,8 +35,8 @@ from strata.models import (
 )
 from strata.portability import ExportHeader, header_line, parse_export
 from strata.shard.service import SessionShardService
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 # (the secret as a label + value, the characters that must never be stored)
 SECRETS = [
@@ -76,7 +76,7 @@ def obfuscated(draw: st.DrawFn) -> tuple[str, str]:
     return f"{lead} {written} thanks", core
 
 
-def stored_text(redis: RedisStore, vectors: InMemoryVectorStore, scope: Scope) -> str:
+def stored_text(redis: RedisStore, vectors: FakeVectorStore, scope: Scope) -> str:
     """Everything Redis holds under the test's prefix and every record of the scope, as
     text with each character NFKC-normalised and invisible ones dropped (so a secret
     stored fullwidth or split by a zero-width space is found too)."""
@@ -109,7 +109,7 @@ def _readable(text: str) -> str:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=obfuscated())
 def test_no_write_path_stores_an_obfuscated_secret(
-        shard: SessionShardService, redis_store: RedisStore, vectors: InMemoryVectorStore,
+        shard: SessionShardService, redis_store: RedisStore, vectors: FakeVectorStore,
         case: tuple[str, str]) -> None:
     text, core = case
     n = next(EXAMPLES)  # a user and a session of its own per example

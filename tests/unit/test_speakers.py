@@ -18,7 +18,7 @@ from strata.models import MemoryKind, MemoryStatus, RecallRequest, Role, Scope, 
 from strata.recall.recipes import RECIPES
 from strata.recall.service import RecallService
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 U = Scope(tenant="t", user="u")
@@ -33,7 +33,7 @@ def turn(n: int, text: str, speaker: str | None, session: str = "s1") -> Turn:
 
 @pytest.fixture
 def memory() -> LongTermMemory:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     return LongTermMemory(vectors, EMB)
 

@@ -98,6 +98,20 @@ def test_strata_never_imports_ray() -> None:
     assert not offenders
 
 
+def test_product_code_never_imports_a_test_double() -> None:
+    """The doubles live in ``strata.testing`` for tests and benches; no product module
+    (``strata`` outside it, ``actors``, ``serve_app``, ``jobs``) imports from there."""
+    modules = _modules()
+    known = set(modules)
+    assert "strata.testing" in known
+    offenders = sorted(
+        f"{name} imports {target}" for name, path in modules.items()
+        if name != "strata.testing" and not name.startswith("strata.testing.")
+        for target in _imports(name, path, known)
+        if target == "strata.testing" or target.startswith("strata.testing."))
+    assert not offenders, offenders
+
+
 def _raw_imports(path: Path) -> set[str]:
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):

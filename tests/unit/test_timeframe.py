@@ -12,7 +12,7 @@ from strata.recall.recipes import RECIPES, RecallRecipe
 from strata.recall.service import RecallService
 from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.embedders import HashEmbedder
-from strata.stores.memory import InMemoryVectorStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 
@@ -95,7 +95,7 @@ def test_a_turn_speaking_of_the_named_month_comes_first_with_time_mentions() -> 
 
 
 def test_a_turn_said_on_the_named_day_is_found_though_it_shares_no_words() -> None:
-    store = InMemoryVectorStore()
+    store = FakeVectorStore()
     store.ensure_collections(EMB.dim)
     user = Scope(tenant="t", user="nate")
     said = [("2022-11-02T10:00:00Z", f"What dish should I make? Nate's dish number {i}")

@@ -19,8 +19,8 @@ from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
 from strata.stores.keys import QUEUE_HIGH, SessionRef
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.redis import RedisStore
+from strata.testing.fake_vectors import FakeVectorStore
 
 ALICE = Scope(tenant="acme", user="alice")
 KEY = SessionRef(ALICE, "s")
@@ -140,7 +140,7 @@ def test_batch_snapshots_and_restart_rebuilds_it(redis_store: RedisStore) -> Non
 
 
 def test_explicit_intents_apply_per_user_turn(redis_store: RedisStore) -> None:
-    vectors = InMemoryVectorStore()
+    vectors = FakeVectorStore()
     vectors.ensure_collections(64)
     lt = LongTermMemory(vectors, HashEmbedder(64))
     svc = SessionShardService(0, Settings(), redis_store, RuleSummarizer(),

@@ -12,9 +12,9 @@ from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, RecordFilter, Scope, StoredRecord
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
-from strata.stores.memory import InMemoryVectorStore
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
 from strata.stores.ports import VectorStore, cosine, score_ids
+from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
 FACTS = Collection.FACTS
@@ -33,7 +33,7 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             ) -> Iterator[VectorStore]:
     """The double, real milvus-lite, and the shard's hot index over each of them."""
     if request.param.endswith("/memory") or request.param == "memory":
-        impl: VectorStore = InMemoryVectorStore()
+        impl: VectorStore = FakeVectorStore()
     else:
         path = tmp_path_factory.mktemp("milvus") / "m.db"
         impl = MilvusVectorStore(str(path), prefix="c_",

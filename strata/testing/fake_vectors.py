@@ -1,4 +1,6 @@
-"""An in-memory ``VectorStore``: the fast test double, real code behind the same port."""
+"""``FakeVectorStore``: the vector store's test double, dicts in this process behind the same
+``VectorStore`` port as the Milvus adapter (real code; the contract tests run the same
+assertions against both). Never used by the product."""
 
 from __future__ import annotations
 
@@ -16,45 +18,15 @@ from strata.models import (
     Scope,
     SearchHit,
     StoredRecord,
-    is_visible,
 )
 from strata.stores.lexical import bm25_scores
 from strata.stores.ports import DecayFields, complete_parts, fuse_rrf
+from strata.stores.row_filter import matches
 
-__all__ = ["InMemoryVectorStore", "matches"]
-
-
-def matches(record: StoredRecord, flt: RecordFilter | None) -> bool:
-    """Whether ``record`` passes ``flt`` (the same semantics as the Milvus expression)."""
-    if flt is None:
-        return True
-    if flt.statuses is not None and record.status not in flt.statuses:
-        return False
-    if flt.ids is not None and record.id not in flt.ids:
-        return False
-    if flt.created_after is not None and record.created_at < flt.created_after:
-        return False
-    if flt.created_before is not None and record.created_at > flt.created_before:
-        return False
-    if flt.visible_to is not None and not is_visible(record.payload, flt.visible_to):
-        return False
-    if flt.event_from is not None or flt.event_before is not None:
-        when = record.payload.get("event_time")  # ISO text: compared as text, as in Milvus
-        if not isinstance(when, str) or (flt.event_from is not None and when < flt.event_from) \
-                or (flt.event_before is not None and when >= flt.event_before):
-            return False
-    return (all(_path(record.payload, k) == v for k, v in flt.payload_equals.items())
-            and all(_path(record.payload, k) != v for k, v in flt.payload_not_equals.items()))
+__all__ = ["FakeVectorStore"]
 
 
-def _path(payload: dict[str, Any], key: str) -> Any:
-    value: Any = payload
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-class InMemoryVectorStore:
+class FakeVectorStore:
     """Dict-backed store: {collection: {scope key: {id: record}}}."""
 
     def __init__(self) -> None:
