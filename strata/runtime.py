@@ -59,7 +59,8 @@ class LocalServices:
     def __enter__(self) -> Settings:
         if self._settings.redis_url:
             return self._settings
-        self._redis = EmbeddedRedis(self._settings.data_dir / "redis").start()
+        self._redis = EmbeddedRedis(self._settings.data_dir / "redis",
+                                    appendfsync=self._settings.redis_appendfsync).start()
         return self._settings.model_copy(update={"redis_url": self._redis.url})
 
     def __exit__(self, *exc: object) -> None:

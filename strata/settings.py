@@ -62,6 +62,12 @@ class Settings(BaseSettings):
         "with AOF under <data_dir>/redis.",
     )
     redis_prefix: str = "strata:"
+    redis_appendfsync: Literal["always", "everysec"] = Field(default="always", description=(
+        "when the embedded redis-server fsyncs its AOF: 'always' before it replies, so an "
+        "acknowledged turn survives a kill -9 of Redis or of the machine; 'everysec' once a "
+        "second, cheaper, and a killed Redis can lose up to ~2 s of acknowledged writes. "
+        "Not applied to a Redis server of your own (STRATA_REDIS_URL): configure it there "
+        "(docs/deploy.md)"))
     embedder: Literal["minilm", "sentence-transformers", "hash", "openai"] = Field(
         default="minilm", description=(
             "minilm: the packaged all-MiniLM-L6-v2; sentence-transformers: the local model "

@@ -1,7 +1,13 @@
 """An embedded Redis: a real ``redis-server`` process that Strata starts and stops itself.
 
-Used when ``STRATA_REDIS_URL`` is unset, and by the tests. AOF is on: every write is
-handed to the kernel before Redis replies, so a killed Redis loses no acknowledged data.
+Used when ``STRATA_REDIS_URL`` is unset, and by the tests. AOF is on, and by default with
+``appendfsync always`` (``STRATA_REDIS_APPENDFSYNC``): Redis fsyncs the AOF before it sends
+the replies of an event-loop iteration, so an acknowledged write is on disk and survives a
+``kill -9`` of Redis (and of the machine). One fsync covers every client's writes of the
+iteration, so concurrent writers share its cost. ``everysec`` fsyncs once a second in the
+background; while a slow fsync is still running Redis postpones the AOF write (up to 2 s) and
+keeps replying, so a ``kill -9`` then loses writes it has acknowledged
+(``bench/redis_durability.py`` measures both).
 """
 
 from __future__ import annotations
@@ -16,15 +22,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import redis
 
 from strata.errors import QueueStoreError
 
-__all__ = ["EmbeddedRedis", "free_port", "stop_with_parent"]
+__all__ = ["AppendFsync", "EmbeddedRedis", "free_port", "stop_with_parent"]
 
 logger = logging.getLogger(__name__)
 
+
+AppendFsync = Literal["always", "everysec"]
+"""When Redis fsyncs its AOF: before replying (``always``) or once a second (``everysec``)."""
 
 _ABOVE_RAY_WORKERS = 20_000  # Ray's default worker ports end at 19999
 
@@ -71,11 +81,16 @@ def stop_with_parent() -> None:
 
 
 class EmbeddedRedis:
-    """A ``redis-server`` child process bound to 127.0.0.1 with its data under ``data_dir``."""
+    """A ``redis-server`` child process bound to 127.0.0.1 with its data under ``data_dir``,
+    its AOF fsynced per ``appendfsync``."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, binary: str | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None, binary: str | None = None,
+                 appendfsync: AppendFsync = "always") -> None:
+        if appendfsync not in ("always", "everysec"):
+            raise ValueError(f"appendfsync must be 'always' or 'everysec'; got {appendfsync!r}")
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
+        self.appendfsync = appendfsync
         self._binary = binary or shutil.which("redis-server") or "/usr/bin/redis-server"
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -92,7 +107,7 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             self._binary, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.data_dir), "--appendonly", "yes", "--appendfsync", "everysec",
+            "--dir", str(self.data_dir), "--appendonly", "yes", "--appendfsync", self.appendfsync,
             "--save", "", "--daemonize", "no", "--protected-mode", "yes",
             "--logfile", str(self.data_dir / "redis.log"),
         ]
@@ -118,8 +133,13 @@ class EmbeddedRedis:
         logger.info("embedded redis on %s (data %s)", self.url, self.data_dir)
         return self
 
+    @property
+    def pid(self) -> int | None:
+        """The redis-server's process id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
     def kill(self) -> None:
-        """Kill -9 (fault-injection in tests): no shutdown save, like a crash."""
+        """SIGKILL (fault injection in tests and benches): no shutdown save, like a crash."""
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
