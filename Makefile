@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run install redis test test-unit test-ui lint bench clean
+.PHONY: run install redis test test-unit test-redis test-ui lint bench clean
 
 run: install redis  ## set everything up, then serve on STRATA_HTTP_PORT (default 8000)
 	$(BIN)/strata serve
@@ -29,8 +29,14 @@ redis:  ## a redis-server binary for the embedded Redis (apt when root and missi
 test: install redis  ## every test folder; each starts the services it needs
 	$(BIN)/python -m pytest -q tests/unit tests/integration tests/ray tests/ui
 
-test-unit: install redis
-	$(BIN)/python -m pytest -q tests/unit
+# the tiers are pytest markers (pyproject.toml): test-unit needs no service at all
+NO_SERVICES := not redis and not ray and not cluster and not browser
+
+test-unit: install  ## the no-services tier: no redis-server, no Ray, no browser
+	$(BIN)/python -m pytest -q -m "$(NO_SERVICES)" tests/unit tests/integration
+
+test-redis: install redis  ## the tests that need a real redis-server but no Ray
+	$(BIN)/python -m pytest -q -m "redis and not ray and not cluster and not browser" tests/unit tests/integration
 
 test-ui: install redis  ## the inspector's browser tests (Debian's chromium at /usr/bin/chromium)
 	$(BIN)/python -m pytest -q tests/ui

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Redis server per test session, temp data dirs."""
+"""Shared fixtures: a real Redis server per test session, temp data dirs; the test tiers' markers
+(``redis``, ``ray``) put on every test that uses a fixture starting that service."""
 
 from __future__ import annotations
 
@@ -15,6 +16,17 @@ from strata.stores.redis_server import EmbeddedRedis
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+# the fixtures that start a service, and the tier marker a test using one (even through
+# another fixture) gets; pyproject.toml registers the markers
+SERVICE_FIXTURES = {"redis_server": "redis", "ray_session": "ray"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in set(getattr(item, "fixturenames", ())) & SERVICE_FIXTURES.keys():
+            item.add_marker(SERVICE_FIXTURES[fixture])
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,9 @@ from strata.models import Scope
 from strata.shard.ring import ShardRing
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
+# the tiers it needs: two Ray nodes from the `ray` CLI, an embedded Redis
+pytestmark = [pytest.mark.cluster, pytest.mark.ray, pytest.mark.redis]
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 KEY = "cluster-admin-key"

@@ -33,6 +33,9 @@ from strata.stores.keys import SessionRef
 from strata.stores.redis import QUEUE_LOW, RedisStore
 from strata.stores.redis_server import EmbeddedRedis, free_port
 
+# the tiers it needs: `strata serve` with its own Ray, an embedded Redis it kills
+pytestmark = [pytest.mark.ray, pytest.mark.redis]
+
 KEY = "dev"
 PIDS = """
 import json, os, sys, ray

@@ -11,10 +11,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from strata.client import Client
 from strata.layers.forgetting import FORGET_BOUND_S, find_residue, wait_forgotten
 from strata.stores.redis_server import free_port
+
+# the tiers it needs: `strata serve`: its own Ray and embedded Redis
+pytestmark = [pytest.mark.ray, pytest.mark.redis]
 
 PHRASE = "Quokkaplum7731"
 CONTROL = "Wombatberry5519"

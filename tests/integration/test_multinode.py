@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# the tiers it needs: a 2-node local Ray cluster and an embedded Redis, in a subprocess
+pytestmark = [pytest.mark.cluster, pytest.mark.ray, pytest.mark.redis]
+
 
 def test_jobs_spread_over_two_nodes() -> None:
     script = Path(__file__).with_name("multinode_scenario.py")

@@ -56,6 +56,7 @@ def config(server: EmbeddedRedis, name: str) -> str:
         client.close()
 
 
+@pytest.mark.redis  # a redis-server of its own
 def test_acknowledged_turns_survive_a_sigkill_mid_stream(tmp_path: Path) -> None:
     server = EmbeddedRedis(tmp_path / "redis").start()
     assert config(server, "appendfsync") == "always"  # the default this guarantee rests on
@@ -116,6 +117,7 @@ def test_the_count_sees_a_lost_and_a_duplicated_turn(redis_store: RedisStore) ->
     assert wal and lost_and_duplicated(redis_store, {ref: ids}) == (1, 1)
 
 
+@pytest.mark.redis  # a redis-server of its own
 def test_the_policy_is_a_setting_passed_to_the_embedded_redis(tmp_path: Path) -> None:
     assert Settings().redis_appendfsync == "always"
     with pytest.raises(ValidationError):

@@ -10,8 +10,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from strata.stores.redis_server import free_port
+
+# the tiers it needs: `strata serve`: its own Ray and embedded Redis
+pytestmark = [pytest.mark.ray, pytest.mark.redis]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 from ui_harness import Strata, Watched
+
+# the tiers it needs: Chromium on a live Strata (conftest's `server`: Ray, embedded Redis)
+pytestmark = [pytest.mark.browser, pytest.mark.ray, pytest.mark.redis]
 
 ADMIN, AGENT, OTHER = "acme-admin-key", "acme-agent-key", "globex-admin-key"
 PLANNER, COACH = "acme-planner-key", "acme-coach-key"

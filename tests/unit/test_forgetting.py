@@ -92,6 +92,7 @@ def remember(shard: SessionShardService, scope: Scope, session: str, word: str) 
     shard.append_turn(scope, session, "user", f"{word} is also my wifi name")
 
 
+@pytest.mark.redis  # its own redis-server, in the test's data dir
 def test_a_deleted_user_leaves_no_copy_in_the_aof_or_the_milvus_files(
         shard: SessionShardService, milvus: MilvusVectorStore, data_dir: Path) -> None:
     remember(shard, U, "s1", PHRASE)
@@ -111,6 +112,7 @@ def test_a_deleted_user_leaves_no_copy_in_the_aof_or_the_milvus_files(
     assert shard.file_purge.purges == 1
 
 
+@pytest.mark.redis  # its own redis-server, in the test's data dir
 def test_a_deleted_memory_leaves_no_copy_of_its_turns_or_text(
         shard: SessionShardService, milvus: MilvusVectorStore, data_dir: Path) -> None:
     shard.append_turn(U, "s1", "user", f"Remember that my codename is {PHRASE}.")
@@ -149,6 +151,7 @@ def test_without_a_purge_the_deleted_rows_stay_in_the_milvus_files(
     assert milvus.purge_deleted() == PurgeReport()  # nothing deleted since: nothing to do
 
 
+@pytest.mark.redis  # its own redis-server, in the test's data dir
 def test_without_a_rewrite_deleted_keys_stay_in_the_aof(redis: RedisStore,
                                                         data_dir: Path) -> None:
     for key, said in (("t:u:s1", PHRASE), ("t:keep:s1", CONTROL)):

@@ -52,7 +52,7 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "memory"])
 def buckets(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Buckets]:
     """The buckets in the session's real Redis, then in this process — on one fake clock."""
     if request.param == "memory":

@@ -45,7 +45,7 @@ class FakeClock:
         return self.now
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "memory"])
 def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     """The ports on the session's real Redis, then the same ports in memory."""
     if request.param == "memory":
@@ -436,6 +436,7 @@ def test_aof_rewrite(redis_store: RedisStore) -> None:
 
 
 
+@pytest.mark.redis  # a redis-server of its own, killed
 def test_acknowledged_writes_survive_a_killed_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
     server = EmbeddedRedis(tmp_path / "r").start()
     store = RedisStore(server.url)
