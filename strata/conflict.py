@@ -1,6 +1,6 @@
 """The one place that decides what a new fact does to the facts already stored.
 
-Rules (ARCHITECTURE §1, from the seeds):
+Rules:
 - same key, same value → reinforce the current fact (no duplicate);
 - explicit override ("之前说的不算", "forget what I said", "moved to") → the new value is
   current; the old versions are kept as ``superseded`` (valid_to, superseded_by);

@@ -45,7 +45,7 @@ class ApiKey(BaseSettings):
 
 
 class Settings(BaseSettings):
-    """All of Strata's settings, with the seeds' defaults."""
+    """All of Strata's settings and their defaults, each read from ``STRATA_<NAME>``."""
 
     model_config = SettingsConfigDict(env_prefix="STRATA_", extra="ignore")
 
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     # Vector store flush policy (see docs/benchmarks.md for the measurements behind it).
     flush_unflushed_rows: int = Field(default=500, ge=1)
     flush_interval_s: float = Field(default=2.0, gt=0)
-    # Working memory (the seeds: a window of 6–10 turns).
+    # Working memory: a verbatim window of 6–10 turns.
     window_turns: int = Field(default=8, ge=6, le=10)
     session_shards: int = Field(default=2, ge=1, le=256)
     extractors: int = Field(default=1, ge=0, le=64)

@@ -1,5 +1,6 @@
-"""A user's corrections of knowledge-base chunks (seed 000: "当用户对某条知识库内容做出了明确的
-反馈或修正时，这个反馈可以写入长期记忆，用于后续调整该用户看到的知识呈现方式").
+"""A user's corrections of knowledge-base chunks: when a user explicitly corrects (or gives
+feedback on) a chunk, that goes into the user's long-term memory and changes how the chunk is
+presented to that user from then on.
 
 A correction is that user's fact, keyed by the chunk it corrects (``knowledge.correction:<chunk
 id>``; a second correction of the same chunk supersedes the first, with history, like any

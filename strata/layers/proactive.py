@@ -1,5 +1,6 @@
-"""Proactive recall (seed 000: "不等用户问…主动提起相关记忆，比如'你上次提到的那个项目进展如何'…
-触发时机需要精细控制避免打扰").
+"""Proactive recall: the agent brings up a related memory before the user asks ("你上次提到的
+那个项目进展如何" — how is the project you mentioned going?), timed so that it does not
+interrupt.
 
 At a session's start (or on request) the agent asks for follow-ups: at most a few of the user's
 open threads, each with why it is proposed and where it comes from:

@@ -1,8 +1,8 @@
 """Summarizers fold turns that leave the working-memory window into a rolling summary.
 
 The rule-based default is extractive: it keeps the sentences that carry numbers, money,
-dates, proper nouns, stated facts and preferences, decisions and constraints (the details the
-seeds warn LLM summaries lose), and drops small talk — acknowledgements, thanks, laughter and
+dates, proper nouns, stated facts and preferences, decisions and constraints (the details LLM
+summaries are known to lose), and drops small talk — acknowledgements, thanks, laughter and
 questions with nothing concrete in them — within the token budget. The LLM summarizer is
 incremental (previous summary + evicted turns) and falls back to the rules when the call
 fails or returns junk.

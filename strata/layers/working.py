@@ -1,7 +1,7 @@
 """Working memory of one session: a verbatim window, a rolling summary, pinned turns and a
 JSON task state, all plain data so a snapshot is just ``model_dump``.
 
-Rules (from the seeds): the last N turns (default 8, 6–10) stay verbatim; older turns are
+Rules: the last N turns (default 8, 6–10) stay verbatim; older turns are
 folded into a summary that keeps numbers, dates, names and preferences; turns the user
 stresses ("记住", "重要", "remember", "important") are pinned and never summarized away;
 raw turns are held to ≈1.5k tokens and the summary to ≈800.
@@ -50,7 +50,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 class WorkingMemoryConfig(BaseModel):
-    """Budgets of one session's working memory (defaults from the seeds)."""
+    """Budgets of one session's working memory (the window is 6–10 turns, 8 by default)."""
 
     window_turns: int = Field(default=8, ge=6, le=10)
     raw_token_budget: int = Field(default=1500, ge=100)

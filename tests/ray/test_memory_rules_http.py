@@ -1,7 +1,9 @@
-"""Issue #14's findings, each through the HTTP API of the real Serve app with the default
-rule extractor and the packaged MiniLM, as a new user would meet them.
+"""The memory rules through the HTTP API of the real Serve app with the default rule
+extractor and the packaged MiniLM, as a new user would meet them: forgets, moves that
+supersede, values, explicit remembers, summaries, secrets, hedged and inferred facts,
+recency, reactivation and aggregation.
 
-Each test names the finding it checks. Phrasings differ from the unit tests' and from the
+Each test names the rule it checks. Phrasings differ from the unit tests' and from the
 labelled corpus, so a rule that only fits those sentences fails here.
 """
 
@@ -24,7 +26,7 @@ from strata.stores.redis import RedisStore
 
 @pytest.fixture(scope="module")
 def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    with live_app(tmp_path_factory.mktemp("seed-findings"), embedder="minilm",
+    with live_app(tmp_path_factory.mktemp("memory-rules"), embedder="minilm",
                   api_keys=KEYS) as (url, settings):
         client = Api(url, RedisStore(settings.redis_url, settings.redis_prefix))
         yield client

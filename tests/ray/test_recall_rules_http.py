@@ -1,4 +1,4 @@
-"""The recall-side findings of issue #14, through the HTTP API of the live app with the
+"""The recall rules through the HTTP API of the live app with the
 packaged MiniLM and demo-like knowledge documents imported in the test.
 
 Each test fails without the rule it names: the relaxed threshold's similarity floor,
@@ -78,7 +78,7 @@ class Api:
 
 @pytest.fixture(scope="module")
 def api(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("recall-findings")
+    tmp = tmp_path_factory.mktemp("recall-rules")
     redis_server = EmbeddedRedis(tmp / "redis").start()
     port = free_port()
     settings = Settings(data_dir=tmp, embedder="minilm", http_port=port,

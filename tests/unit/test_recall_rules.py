@@ -1,4 +1,4 @@
-"""Unit tests of the recall-side rules of issue #14: the relaxed pass's similarity floor,
+"""The recall rules: the relaxed pass's similarity floor,
 knowledge copies collapsed, routing of questions without a personal cue word, and working
 memory redacted when rendered into a context. (Token counts: tests/unit/test_tokens.py.)"""
 

@@ -1,4 +1,7 @@
-"""Issue #14's findings on the rule extractor, one test each (Chinese and English)."""
+"""The rule extractor's edge cases, one test each, in Chinese and English: forget phrasings
+over remember ones, dismissals, moves and stated changes superseding old facts, what a value
+is (the thing, not the time), secrets never stored, summaries keeping amounts and decisions,
+acknowledgements that are not episodes."""
 
 from __future__ import annotations
 
