@@ -58,8 +58,10 @@ class SessionShard(SessionShardService):
                                 ttl_s=parsed.hot_index_ttl_s)
             return LongTermMemory(hot, embedder)
 
-        super().__init__(shard_id, parsed, RedisStore(parsed.redis_url, parsed.redis_prefix),
-                         make_summarizer(parsed), longterm=longterm)
+        redis = RedisStore(parsed.redis_url, parsed.redis_prefix,
+                           wait_replicas=parsed.redis_wait_replicas,
+                           wait_timeout_ms=parsed.redis_wait_timeout_ms)
+        super().__init__(shard_id, parsed, redis, make_summarizer(parsed), longterm=longterm)
         self._stop = threading.Event()
         threading.Thread(target=self._every, args=(sweep_every_s, self._sweep_all),
                          daemon=True).start()

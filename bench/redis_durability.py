@@ -5,9 +5,10 @@
    and policy; ``--writers`` threads append single turns at full speed through
    ``RedisSessionLog.append_turns`` (the call a shard makes for every turn: the WAL entry and
    its turn id in one MULTI/EXEC), each thread to a session of its own, and count a turn
-   acknowledged once the call returned. After a random 0.2–0.6 s the redis-server is sent
-   SIGKILL by its pid; the writers stop at their first error; Redis is restarted on the same
-   directory and every session's WAL is read back. *Lost*: acknowledged, not in the WAL (or
+   acknowledged once the call returned. A random 0.2–0.6 s after every writer has 10 turns
+   acknowledged, the redis-server is sent SIGKILL by its pid; the writers stop at their
+   first error; Redis is restarted on the same directory and every session's WAL is read
+   back. *Lost*: acknowledged, not in the WAL (or
    its id not in the turn-id set). *Duplicated*: a turn id in the WAL more than once.
    *In doubt*: in the WAL but never acknowledged (the reply was cut off; allowed).
    Policies alternate within each round, so the machine's load falls on both alike.
@@ -55,6 +56,7 @@ from strata.stores.redis import RedisStore  # noqa: E402
 from strata.stores.redis_server import AppendFsync, EmbeddedRedis  # noqa: E402
 
 POLICIES: tuple[AppendFsync, ...] = ("always", "everysec")
+MIN_ACKED_EACH = 10  # acknowledged turns per writer before the kill timer starts
 WORDS = ("the", "we", "went", "to", "park", "and", "I", "like", "jazz", "my", "sister",
          "moved", "Lisbon", "last", "year", "budget", "is", "500", "deadline", "March")
 
@@ -113,6 +115,10 @@ def fault_round(policy: AppendFsync, tag: str, n_writers: int, kill_after_s: flo
     store = RedisStore(server.url, prefix="bench:")
     stop = threading.Event()
     writers, threads = run_writers(store, f"{tag}-{policy}", n_writers, stop)
+    deadline = time.monotonic() + 60  # a loaded machine: every writer under way first
+    while (min(len(w.acked) for w in writers) < MIN_ACKED_EACH
+           and time.monotonic() < deadline):
+        time.sleep(0.01)
     time.sleep(kill_after_s)
     assert server.pid is not None
     os.kill(server.pid, signal.SIGKILL)  # our own child: a crash, no shutdown save
@@ -260,8 +266,8 @@ def main() -> None:
                                           args.batch_turns, tmp, f"{rep}"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"\nfault rounds: {args.rounds} per policy, {args.writers} writers, SIGKILL after "
-          "0.2-0.6 s")
+    print(f"\nfault rounds: {args.rounds} per policy, {args.writers} writers, SIGKILL "
+          f"0.2-0.6 s after each has {MIN_ACKED_EACH} acknowledged")
     print(f"{'policy':9s} {'acked':>7s} {'lost':>5s} {'rounds w/ loss':>15s} {'dup':>4s} "
           f"{'in doubt':>9s}")
     faults: dict[str, dict[str, int]] = {}

@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         "second, cheaper, and a killed Redis can lose up to ~2 s of acknowledged writes. "
         "Not applied to a Redis server of your own (STRATA_REDIS_URL): configure it there "
         "(docs/deploy.md)"))
+    redis_wait_replicas: int = Field(default=0, ge=0, le=16, description=(
+        "> 0: each WAL append (a turn, a task-state patch, a close) is followed by Redis's "
+        "WAIT for this many replicas, and acknowledged only once they have it; fewer within "
+        "redis_wait_timeout_ms is a 503 (the client retries with its turn_id). 0: no WAIT"))
+    redis_wait_timeout_ms: int = Field(default=1000, ge=1, le=10_000, description=(
+        "how long a WAL append waits for redis_wait_replicas replicas"))
     embedder: Literal["minilm", "sentence-transformers", "hash", "openai"] = Field(
         default="minilm", description=(
             "minilm: the packaged all-MiniLM-L6-v2; sentence-transformers: the local model "

@@ -49,11 +49,14 @@ __all__ = ["QUEUE_HIGH", "QUEUE_LOW", "QueueDepth", "QueueMessage", "RedisConnec
 
 
 class RedisStore:
-    """Strata's Redis ports over one connection (``url``, every key under ``prefix``)."""
+    """Strata's Redis ports over one connection (``url``, every key under ``prefix``);
+    ``wait_replicas``, ``wait_timeout_ms``: WAIT after each WAL append (``RedisSessionLog``)."""
 
-    def __init__(self, url: str, prefix: str = "strata:") -> None:
+    def __init__(self, url: str, prefix: str = "strata:", wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000) -> None:
         self.connection = RedisConnection(url, prefix)
-        self.sessions: SessionLog = RedisSessionLog(self.connection)
+        self.sessions: SessionLog = RedisSessionLog(self.connection, wait_replicas,
+                                                    wait_timeout_ms)
         self.index: SessionIndex = RedisSessionIndex(self.connection)
         self.queues: WriteQueues = RedisWriteQueues(self.connection)
         self.audit: AuditLog = RedisAuditLog(self.connection)

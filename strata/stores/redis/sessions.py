@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from strata import tracing
+from strata.errors import QueueStoreError
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef
@@ -25,31 +26,64 @@ __all__ = ["RedisSessionIndex", "RedisSessionLog"]
 
 
 class RedisSessionLog:
-    """``SessionLog`` over Redis: ``wal:`` streams, ``turns:`` sets, ``wm:`` hashes."""
+    """``SessionLog`` over Redis: ``wal:`` streams, ``turns:`` sets, ``wm:`` hashes.
 
-    def __init__(self, conn: RedisConnection) -> None:
+    ``wait_replicas`` > 0: every WAL append is followed, on the same connection, by
+    ``WAIT wait_replicas wait_timeout_ms``, and returns only once that many replicas have
+    it; fewer in time raise ``QueueStoreError`` (the entry is on the primary, unacknowledged:
+    a retry with the same ``turn_id`` is then a duplicate, not a second turn).
+    """
+
+    def __init__(self, conn: RedisConnection, wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000) -> None:
         self._conn = conn
         self._r = conn.client
+        self._wait_replicas = wait_replicas
+        self._wait_timeout_ms = wait_timeout_ms
 
     def append(self, ref: SessionRef, record: Mapping[str, Any]) -> str:
+        stream = self._conn.key(keys.wal(ref))
         with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
                           count=1), redis_errors("wal append"):
-            return stream_id(self._r.xadd(self._conn.key(keys.wal(ref)),
-                                          {"data": dumps(record)}))
+            return stream_id(self._transaction(
+                lambda pipe: pipe.xadd(stream, {"data": dumps(record)}))[0])
+
+    def _transaction(self, queue: Callable[[Any], object]) -> list[Any]:
+        """The commands ``queue`` puts on a pipeline, as one MULTI/EXEC; their results once
+        Redis (and, with ``wait_replicas``, that many replicas) has them."""
+        if not self._wait_replicas:
+            pipe = self._r.pipeline(transaction=True)
+            queue(pipe)
+            return list(pipe.execute())
+        # WAIT counts the replicas that have this connection's writes, so it must follow
+        # EXEC on the same connection: one non-transactional pipeline holding both
+        pipe = self._r.pipeline(transaction=False)
+        pipe.execute_command("MULTI")
+        queue(pipe)
+        pipe.execute_command("EXEC")
+        pipe.wait(self._wait_replicas, self._wait_timeout_ms)
+        *_, results, replicas = pipe.execute()
+        if int(replicas) < self._wait_replicas:
+            raise QueueStoreError(
+                f"redis wal append reached {replicas} of {self._wait_replicas} replicas in "
+                f"{self._wait_timeout_ms} ms (STRATA_REDIS_WAIT_REPLICAS): on the primary, "
+                "not acknowledged")
+        return list(results)
 
     def append_turns(self, ref: SessionRef, records: Sequence[Mapping[str, Any]],
                      turn_ids: Sequence[str] = ()) -> list[str]:
         # one MULTI/EXEC round trip: the records and their turn ids land together or not
         stream = self._conn.key(keys.wal(ref))
-        with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
-                          count=len(records)), redis_errors("wal append"):
-            pipe = self._r.pipeline(transaction=True)
+        def queue(pipe: Any) -> None:
             for record in records:
                 pipe.xadd(stream, {"data": dumps(record)})
             if turn_ids:
                 # no expiry: a live session's WAL has none; archiving sets both
                 pipe.sadd(self._conn.key(keys.turn_ids(ref)), *turn_ids)
-            entries = pipe.execute()
+
+        with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
+                          count=len(records)), redis_errors("wal append"):
+            entries = self._transaction(queue)
         return [stream_id(e) for e in entries[:len(records)]]
 
     def read(self, ref: SessionRef, after_id: str = "0") -> list[WalEntry]:
