@@ -25,13 +25,12 @@ What it does, in one run:
    the wait.
 6. Every user touched once, 1 in flight (the first-touch latency: the hot index loading a
    user), then per level of ``--levels``: the same ``--requests`` questions to Strata's hot
-   path (``recipe`` omitted), mem0's ``search`` (a thread pool for more than one in flight)
-   and, at ``--previous-levels``, the previous path (``"recipe": "store"``), in that order.
-   The previous path runs last and, with ``--quiet-cores``, the server is then waited for:
-   its Milvus searches and the reinforcement they write keep the StoreOwner busy after its
-   requests end, which would otherwise slow the next level's hot path. Strata is asked for
-   ``top_k`` 10 and ``budget_tokens`` 500, mem0 for ``top_k`` 10. ``--reuse-tag`` with
-   ``--url`` questions the users an earlier run loaded into that server.
+   path (``recipe`` omitted) and mem0's ``search`` (a thread pool for more than one in
+   flight), in that order. Strata is asked for ``top_k`` 10 and ``budget_tokens`` 500, mem0
+   for ``top_k`` 10. ``--reuse-tag`` with ``--url`` questions the users an earlier run loaded
+   into that server. (The previous recall path, Milvus through a Recall deployment, was
+   deleted from the product; its A/B mode went with it. The same-run baseline is mem0; a
+   change to the hot path is compared by running this benchmark at both commits.)
 7. The shards' hot index statistics (``GET /v1/admin/hot-index``, "n/a" without it),
    sampled after ingestion, between first touches and at the end: bytes per hot user and
    per memory, and whether each shard stayed under its cap (``STRATA_HOT_INDEX_MAX_BYTES``,
@@ -39,7 +38,7 @@ What it does, in one run:
    held.
 
 Output: a table per system and level (p50/p95/p99 ms, req/s, errors), the ratios Strata /
-mem0 and hot path / previous path, ingestion figures, the targets, and ``--json PATH``.
+mem0, ingestion figures, the targets, and ``--json PATH``.
 
 Setup (once). mem0ai would change packages in ``.venv`` (it pins protobuf 6), so the
 benchmark runs from its own interpreter; it only talks to Strata over HTTP and starts the
@@ -91,7 +90,6 @@ from bench.common.http_load import run_http, run_threads
 from bench.common.latency_report import (
     MEM0,
     NEW,
-    PREVIOUS,
     print_hot_index,
     print_series,
     print_tables,
@@ -260,14 +258,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--load-level", type=int, default=8,
                    help="requests in flight writing the synthetic users")
     p.add_argument("--drain-timeout-s", type=float, default=3600.0)
-    p.add_argument("--previous-recipe", default="store")
-    p.add_argument("--previous-levels", default=None, help=(
-        "the levels at which the previous path runs (default: every level; at 100 x 500 a "
-        "previous-path recall takes ~25 s, so 32 in flight would take many minutes)"))
-    p.add_argument("--quiet-cores", type=float, default=0.0,
-                   help="before recall, wait until the server started here uses less CPU "
-                        "than this (its milvus-lite indexes the bulk load in the background)")
-    p.add_argument("--quiet-timeout-s", type=float, default=900.0)
     p.add_argument("--no-mem0", action="store_true")
     p.add_argument("--url", default=None, help="a running Strata instead of starting one")
     p.add_argument("--key", default="dev")
@@ -304,8 +294,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if len(counts) != len(args.levels):
         p.error("--requests takes one number, or one per level")
     args.counts = counts
-    args.previous_levels = ([int(x) for x in str(args.previous_levels).split(",")]
-                            if args.previous_levels else args.levels)
     if any("=" not in kv for kv in args.server_env):
         p.error("--server-env takes KEY=VALUE")
     if args.reuse_tag and not args.url:
@@ -440,20 +428,6 @@ def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], 
             s = run_threads(mem0.search, batch, level, MEM0, time_cap_s=args.time_cap_s)
             by[(MEM0, level)] = s
             print_series(s)
-        if level in args.previous_levels:
-            # last: the previous path keeps the StoreOwner busy (Milvus searches, and the
-            # reinforcement it writes) for a while after its requests end, so the next
-            # level's Strata phase waits for the server to go quiet again
-            time.sleep(args.settle_s)
-            s, tally = run_strata(base, headers, PREVIOUS, batch, level,
-                                  args.previous_recipe, args.time_cap_s)
-            by[(PREVIOUS, level)] = s
-            tallies[(PREVIOUS, level)] = vars(tally)
-            print_series(s, f"  items {tally.items / max(tally.responses, 1):.1f}")
-            if args.server_pid and args.quiet_cores > 0:
-                settled = wait_quiet(args.server_pid, args.quiet_cores,
-                                     timeout_s=args.quiet_timeout_s)
-                print(f"    the server settled: {settled}", flush=True)
 
     print("\nhot index", flush=True)
     watch.sample("after the recall levels")

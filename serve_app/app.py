@@ -9,7 +9,6 @@ from ray.serve import Application
 
 from serve_app.embedder import EmbedderDeployment
 from serve_app.ingress import IngressDeployment
-from serve_app.recall import RecallDeployment
 from strata.settings import Settings
 
 __all__ = ["AppArgs", "build_app"]
@@ -28,7 +27,6 @@ class AppArgs(BaseModel):
     namespace: str | None = "strata"
     embedder_replicas: int = Field(default=1, ge=1)
     ingress_replicas: int = Field(default=1, ge=1)
-    recall_replicas: int = Field(default=1, ge=1)
     on_head: bool = Field(default=False, description=(
         "place every replica on the head node (`strata serve`: its one HTTP proxy is there, "
         "so a lost worker node cannot take the whole API down with it)"))
@@ -54,7 +52,5 @@ def build_app(args: dict[str, Any] | AppArgs) -> Application:
         if parsed.on_head else {})
     embedder = EmbedderDeployment.options(num_replicas=parsed.embedder_replicas,
                                           **placed).bind(settings)
-    recall = RecallDeployment.options(num_replicas=parsed.recall_replicas, **placed).bind(
-        settings, embedder, parsed.namespace)
     return IngressDeployment.options(num_replicas=parsed.ingress_replicas, **placed).bind(
-        settings, embedder, recall, parsed.namespace)
+        settings, embedder, parsed.namespace)

@@ -10,7 +10,7 @@ from ray import serve
 
 from serve_app.options import STOP_QUICKLY
 from strata.errors import EmbedderError
-from strata.recall.late import TokenEmbedder, embed_queries, late_scorer, pooled_and_tokens
+from strata.recall.late import TokenEmbedder, embed_queries, pooled_and_tokens
 from strata.settings import Settings
 from strata.stores.embedders import make_embedder
 from strata.stores.ports import QueryEmbedding
@@ -21,19 +21,10 @@ class EmbedderService:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self._embedder = make_embedder(Settings(**settings))
-        # recalls of the same user within minutes re-score the same turns: cache their
-        # token vectors (bounded, 5-minute expiry, keyed by a hash; strata.recall.late)
-        self._late = late_scorer(self._embedder, cache_entries=4096)
 
     def info(self) -> dict[str, Any]:
         return {"dim": self._embedder.dim, "model_id": self._embedder.model_id,
-                "late": self._late is not None}
-
-    def token_maxima(self, query: str, texts: list[str]) -> list[list[float]]:
-        """Late interaction for the Recall deployment (``strata.recall.late``)."""
-        if self._late is None:
-            raise RuntimeError("this embedder has no token vectors")
-        return self._late(query, texts)
+                "late": isinstance(self._embedder, TokenEmbedder)}
 
     def encode_many(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._embedder.encode(texts)]

@@ -1,5 +1,5 @@
 """What ``recall_latency.py`` prints and judges: a line per phase, the tables per system
-and level, the ratios (Strata / mem0, hot path / previous path), the hot index, the targets."""
+and level, the ratio Strata / mem0, the hot index, the targets."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 from bench.common.hot_index import HOT_INDEX_PATH
 from bench.common.stats import LatencySeries
 
-__all__ = ["MEM0", "NEW", "PREVIOUS", "fmt", "print_hot_index", "print_series",
+__all__ = ["MEM0", "NEW", "fmt", "print_hot_index", "print_series",
            "print_tables", "ratio", "targets"]
 
-NEW, PREVIOUS, MEM0 = "strata", "strata-previous", "mem0"
+NEW, MEM0 = "strata", "mem0"
 
 
 def print_series(s: LatencySeries, note: str = "") -> None:
@@ -85,25 +85,22 @@ def print_tables(levels: list[int], by: dict[tuple[str, int], LatencySeries],
     print("\n| system | in flight | requests | p50 ms | p95 ms | p99 ms | req/s | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for level in levels:
-        for system in (NEW, PREVIOUS, MEM0):
+        for system in (NEW, MEM0):
             s = by.get((system, level))
             if s is None:
                 continue
             print(f"| {system} | {level} | {len(s.latencies)} | {fmt(s.ms(50), '.1f')} | "
                   f"{fmt(s.ms(95), '.1f')} | {fmt(s.ms(99), '.1f')} | {s.per_s:.1f} | "
                   f"{s.errors} |")
-    print("\n| in flight | p50 Strata / mem0 | p50 hot / previous | req/s hot / previous |")
-    print("|---:|---:|---:|---:|")
+    print("\n| in flight | p50 Strata / mem0 |")
+    print("|---:|---:|")
     ratios = []
     for level in levels:
-        new, prev, peer = (by.get((s, level)) for s in (NEW, PREVIOUS, MEM0))
+        new, peer = (by.get((s, level)) for s in (NEW, MEM0))
         row = {"level": level,
-               "p50_strata_over_mem0": ratio(new.ms(50), peer.ms(50)) if new and peer else None,
-               "p50_new_over_previous": ratio(new.ms(50), prev.ms(50)) if new and prev else None,
-               "rps_new_over_previous": ratio(new.per_s, prev.per_s) if new and prev else None}
+               "p50_strata_over_mem0": ratio(new.ms(50), peer.ms(50)) if new and peer else None}
         ratios.append(row)
-        print(f"| {level} | {fmt(row['p50_strata_over_mem0'])} | "
-              f"{fmt(row['p50_new_over_previous'])} | {fmt(row['rps_new_over_previous'])} |")
+        print(f"| {level} | {fmt(row['p50_strata_over_mem0'])} |")
     report["ratios"] = ratios
     ing = report.get("ingestion", {})
     loc = report.get("locomo_ingestion") or {}

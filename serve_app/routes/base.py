@@ -56,14 +56,12 @@ class IngressState:
     """The clients one ingress replica holds, each built once (heavy ones when first
     needed), and the shared ways to reach the shards, the embedder and the stores."""
 
-    def __init__(self, settings: dict[str, Any], embedder: Any, recall: Any,
-                 namespace: str | None) -> None:
+    def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
         self._settings = Settings(**settings)
         tracing.configure(self._settings, "ingress")
         install_log_records()  # record.request_id on this replica's log records
         self.max_body_bytes = self._settings.max_body_bytes
         self._embedder = embedder
-        self._recall = recall
         self._namespace = namespace
         self._redis = RedisStore(self._settings.redis_url, self._settings.redis_prefix)
         # per key and tenant, in Redis for every replica (this replica's own if Redis fails)

@@ -3,9 +3,7 @@ shards' hot-index statistics (``/v1/admin/hot-index``).
 
 Hop by hop (docs/architecture.md): the user's shard answers with its working memory and
 scored personal candidates; the knowledge base, when routed, is searched here from its
-snapshot; ``assemble`` builds the context. The "store" recipe asks the Recall deployment
-instead, and answers from the working memory alone (``working_only``) when the stores
-cannot be reached.
+snapshot; ``assemble`` builds the context.
 """
 
 from __future__ import annotations
@@ -19,16 +17,15 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.background import BackgroundTask
 
-from actors.boundary import strata_errors
 from serve_app import metrics
 from serve_app.guards import api_router
 from serve_app.routes.base import IngressState, resolve
 from serve_app.routes.deps import Caller
 from strata import tracing
 from strata.auth import scope_for
-from strata.errors import BackendUnavailable, InvalidInput, NotFound, StrataError
+from strata.errors import InvalidInput, StrataError
 from strata.models import Layer, RecallRequest, RecallResponse, Scope
-from strata.recall.assembly import LayerCandidates, assemble, working_only
+from strata.recall.assembly import LayerCandidates, assemble
 from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
 from strata.recall.service import RecallService
 from strata.shard.models import MemoryAnswer
@@ -41,10 +38,6 @@ logger = logging.getLogger(__name__)
 REINFORCE_EVERY_S = 0.5  # recalls' reinforcements gathered this long, then sent per shard
 
 router = api_router()
-
-
-def recall_unavailable(exc: Exception) -> BackendUnavailable:
-    return BackendUnavailable(f"the recall deployment cannot answer now ({exc})")
 
 
 class HotIndexStats(BaseModel):
@@ -70,10 +63,7 @@ class RecallRoutes(IngressState):
         viewer = principal.viewer(body.agent)  # the session's turns follow the session's rule
         with tracing.span("ingress.recall", scope, session_id=body.session_id,
                           recipe=name or "default") as span:
-            if recipe.serve_from == "store":
-                response = await self._recall_through_store(scope, body, viewer)
-            else:
-                response = await self._recall_hot(scope, body, recipe, viewer)
+            response = await self._recall_hot(scope, body, recipe, viewer)
             span.set(count=len(response.items), degraded=response.degraded,
                      layers=[layer.value for layer in response.layers])
         metrics.observe_recall(response.timings_ms, response.degraded)
@@ -121,26 +111,6 @@ class RecallRoutes(IngressState):
             self._kb_recall = RecallService(self._kb_snapshot)
         return await asyncio.to_thread(self._kb_recall.search_layers, scope, body,
                                        query.vector, [Layer.KNOWLEDGE], recipe)
-
-    async def _recall_through_store(self, scope: Scope, body: RecallRequest,
-                                    viewer: str | None) -> RecallResponse:
-        """The previous path (recipe "store"): the Recall deployment searches Milvus; when
-        it or the stores cannot answer, the working memory alone, marked degraded."""
-        working = None
-        if body.session_id:
-            try:
-                working = await resolve(self._shards.for_scope(scope).view.remote(
-                    scope, body.session_id, viewer))
-            except NotFound:
-                working = None
-        try:
-            with strata_errors(recall_unavailable):
-                response: RecallResponse = await self._recall.recall.remote(
-                    scope, body, working, body.recipe)
-        except BackendUnavailable as exc:  # a store that is down: not a 500
-            logger.warning("recall degraded: %s", exc.detail)
-            response = working_only(body, working)
-        return response
 
     @router.get("/v1/admin/hot-index", response_model=HotIndexStats)
     async def hot_index(self, principal: Caller) -> HotIndexStats:

@@ -35,7 +35,7 @@ from strata.stores.lexical import tokenize
 sentence_terms = lru_cache(maxsize=16384)(tokenize)
 
 __all__ = ["CONTEXT_BOOST", "LayerCandidates", "WorkingSnapshot", "assemble", "best_of",
-           "could_pass", "in_context", "memory_context", "select_candidates", "working_only"]
+           "could_pass", "in_context", "memory_context", "select_candidates"]
 
 
 class WorkingSnapshot(Protocol):
@@ -159,17 +159,6 @@ def said_by(item: ScoredItem, text: str) -> str:
     if not speaker or len(item.provenance.turn_ids) > 1 or speaker_prefix(text, speaker):
         return text
     return f"{speaker}: {text}"
-
-
-def working_only(request: RecallRequest, working: WorkingSnapshot | None) -> RecallResponse:
-    """The answer when the long-term stores cannot be searched at all: the session's working
-    memory alone (if there is one), marked degraded, rather than an error."""
-    builder = ContextBuilder(request.budget_tokens)
-    if working is not None:
-        builder.add_working(working.window, working.summary, working.pinned,
-                            working.task_state)
-    return RecallResponse(context=builder.render(), items=[], route="degraded",
-                          layers=[Layer.WORKING] if working is not None else [], degraded=True)
 
 
 CONTEXT_BOOST = 1.25  # the current context's memories rank as if they scored this much more

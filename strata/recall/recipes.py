@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from strata.models import Layer, MemoryKind
 
 __all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
-           "STORE_PATH", "TURNS_ONLY", "RecallRecipe"]
+           "TURNS_ONLY", "RecallRecipe"]
 
 
 class RecallRecipe(BaseModel):
@@ -80,10 +80,6 @@ class RecallRecipe(BaseModel):
     # it, which floods the context with the model's guesses); chosen by
     # leave-one-conversation-out on LoCoMo dev with a local 1.5B model (docs/benchmarks.md)
     expansion_weight: float = Field(default=0.8, ge=0.0, le=1.0)
-    # where the personal layers are searched: "hot" — the user's shard, from its in-memory
-    # index (strata.stores.hot); "store" — the previous path, Milvus through the Recall
-    # deployment (kept for the recall benchmark's baseline)
-    serve_from: str = Field(default="hot", pattern="^(hot|store)$")
     # a scenario profile's layers: the only ones this recipe searches (working memory is
     # kept when the request has a session); None: whatever the route picks. A request that
     # names its layers is served as asked.
@@ -97,7 +93,6 @@ LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0, l
 TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
                           neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
 POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
-STORE_PATH = RecallRecipe(name="store", serve_from="store")  # the default, the previous way
 # Scenario profiles (seed 002's last section: the hard part is the layer weights of the
 # business scenario; some need no long-term episodes at all). Chosen per request (``recipe``),
 # per API key or per tenant (STRATA_API_KEYS' "recipe", STRATA_TENANT_RECIPES).
@@ -118,4 +113,4 @@ SUPPORT = RecallRecipe(
                 "memories as background")
 DEFAULT = HYBRID_RRF
 RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (
-    HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, STORE_PATH, QA, ADVISOR, SUPPORT)}
+    HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, QA, ADVISOR, SUPPORT)}

@@ -5,7 +5,8 @@ Two halves, so that each runs where its data is: ``search_layers`` scores the ca
 some layers over one vector store (a user's shard runs it over its hot index for the
 personal layers; the ingress over Milvus for the knowledge base), and ``assemble``
 (``strata.recall.assembly``) fuses every layer's candidates with the working memory into
-the budgeted context. ``recall`` does both in one process (the previous path, and tests).
+the budgeted context. ``recall`` does both in one process (tests, and a library user
+with one vector store).
 Every store call carries the caller's scope (knowledge uses the tenant's shared scope).
 """
 
@@ -86,12 +87,10 @@ class RecallService:
     """Builds the recalled context for one query of one user."""
 
     def __init__(self, vectors: VectorStore, recipe: RecallRecipe = DEFAULT,
-                 classifier: RouteClassifier | None = None, parallelism: int = 4,
-                 late: LateScorer | None = None) -> None:
+                 classifier: RouteClassifier | None = None, parallelism: int = 4) -> None:
         self._vectors = vectors
         self._recipe = recipe
         self._classifier = classifier
-        self._late = late  # token-level scoring of episode candidates (strata.recall.late)
         # layers searched in threads (their store calls block); 1: inline (an in-memory index)
         self._pool = (ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recall")
                       if parallelism > 1 else None)
@@ -199,7 +198,6 @@ class RecallService:
         ``late`` and ``terms_of`` come from an index that computed them at write time."""
         recipe = recipe or self._recipe
         now = now or utcnow()
-        late = late if late is not None else self._late
         searched = [Layer(layer) for layer in layers if layer != Layer.WORKING]
         futures: dict[Layer, _Done | Future[tuple[list[ScoredItem], float]]]
         if self._pool is None or len(searched) < 2:
