@@ -21,7 +21,7 @@ from strata.models import Role, Scope
 from strata.settings import Settings
 from strata.shard.models import TurnIn
 from strata.shard.service import SessionShardService
-from strata.stores.redis_memory import InMemoryRedis
+from strata.testing.fake_redis import FakeRedis
 
 WORDS = ("the", "a", "we", "went", "to", "park", "and", "I", "like", "jazz", "music", "my",
          "sister", "moved", "to", "Lisbon", "last", "year", "budget", "is", "500", "dollars",
@@ -35,7 +35,7 @@ def main() -> None:
     p.add_argument("--top", type=int, default=20)
     args = p.parse_args()
     rng = random.Random(1)
-    shard = SessionShardService(0, Settings(), InMemoryRedis(), RuleSummarizer())
+    shard = SessionShardService(0, Settings(), FakeRedis(), RuleSummarizer())
     batches = [(Scope(tenant="t", user=f"u{i % 10}"), f"s{i}", [
         TurnIn(role=Role.USER if n % 2 == 0 else Role.ASSISTANT,
                content=" ".join(rng.choice(WORDS) for _ in range(25)))

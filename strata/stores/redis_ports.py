@@ -2,7 +2,7 @@
 
 ``strata.stores.redis`` implements each over one connection and bundles them as
 ``RedisStore`` (``.sessions``, ``.index``, ``.queues``, ``.audit``, ``.recalls``, ``.users``,
-``.followups``, ``.forgets``, ``.aof``). ``strata.stores.redis_memory.InMemoryRedis`` is the
+``.followups``, ``.forgets``, ``.aof``). ``strata.testing.fake_redis.FakeRedis`` is the
 in-memory double of the same ports (the contract tests run against both). A retried turn is made
 idempotent by the session log's turn-id set, written in the transaction of the turn's WAL
 entry.
@@ -407,7 +407,7 @@ class AppendOnlyFile(Protocol):
 
 class RedisPorts(Protocol):
     """Every Redis port of Strata, one attribute each: ``RedisStore`` over a Redis server,
-    ``InMemoryRedis`` in the process. Parts of a shard take the ports they use off it."""
+    ``FakeRedis`` in the process. Parts of a shard take the ports they use off it."""
 
     sessions: SessionLog
     index: SessionIndex

@@ -1,4 +1,4 @@
-"""The Redis ports' consumers run on ``InMemoryRedis`` as they do on Redis: the shard facade
+"""The Redis ports' consumers run on ``FakeRedis`` as they do on Redis: the shard facade
 picks its parts' ports off the double, and the extraction worker takes just the queue and
 the session log."""
 
@@ -12,13 +12,13 @@ from strata.models import Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.keys import QUEUE_LOW
-from strata.stores.redis_memory import InMemoryRedis
+from strata.testing.fake_redis import FakeRedis
 
 U = Scope(tenant="t", user="u")
 
 
 def test_a_shard_on_the_double_queues_its_close_and_rebuilds_after_a_restart() -> None:
-    double = InMemoryRedis()
+    double = FakeRedis()
     shard = SessionShardService(0, Settings(), double, RuleSummarizer())
     shard.append_turn(U, "s1", "user", "I'm allergic to peanuts.", turn_id="a")
     shard.append_turn(U, "s1", "assistant", "Noted.")
@@ -32,7 +32,7 @@ def test_a_shard_on_the_double_queues_its_close_and_rebuilds_after_a_restart() -
 
 
 def test_a_dead_workers_job_is_claimed_from_the_doubles_queue() -> None:
-    double = InMemoryRedis()
+    double = FakeRedis()
     shard = SessionShardService(0, Settings(), double, RuleSummarizer())
     shard.append_turn(U, "s1", "user", "My name is Ann Lee.")
     shard.close(U, "s1")

@@ -1,5 +1,5 @@
 """Contract tests of the Redis ports (``strata.stores.redis_ports``): every port test runs
-against ``RedisStore`` on a real Redis and against the in-memory double ``InMemoryRedis``
+against ``RedisStore`` on a real Redis and against the in-memory double ``FakeRedis``
 (the ``store`` fixture, one parameter each). The tests of Redis itself — the key layout on
 the wire, TTLs, the AOF, durability across SIGKILL — take ``redis_store`` and run on the
 real server only (the section "Redis itself" at the end)."""
@@ -18,7 +18,6 @@ from strata.errors import InvalidInput, QueueStoreError
 from strata.models import Scope
 from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW, SessionRef, deleted_turn, parse_scope_key
 from strata.stores.redis import RedisStore
-from strata.stores.redis_memory import InMemoryRedis
 from strata.stores.redis_ports import (
     FORGET_LOG_MAX,
     FORGET_LOG_TTL_S,
@@ -27,12 +26,13 @@ from strata.stores.redis_ports import (
     JobStatus,
 )
 from strata.stores.redis_server import EmbeddedRedis, free_port
+from strata.testing.fake_redis import FakeRedis
 
 ALICE = Scope(tenant="acme", user="alice")
 BOB = Scope(tenant="acme", user="bob")
 S1 = SessionRef(ALICE, "s1")
 
-Store = RedisStore | InMemoryRedis
+Store = RedisStore | FakeRedis
 
 
 class FakeClock:
@@ -49,7 +49,7 @@ class FakeClock:
 def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     """The ports on the session's real Redis, then the same ports in memory."""
     if request.param == "memory":
-        yield InMemoryRedis()
+        yield FakeRedis()
         return
     server: EmbeddedRedis = request.getfixturevalue("redis_server")
     # a prefix of its own, without the "[redis]" of the test id: brackets are a glob class
@@ -358,7 +358,7 @@ def test_forget_log_keeps_each_request_once_oldest_first_and_capped(store: Store
 
 def test_the_double_expires_archived_sessions_by_its_clock() -> None:
     clock = FakeClock()
-    double = InMemoryRedis(clock=clock)
+    double = FakeRedis(clock=clock)
     double.sessions.append_turns(S1, [{"n": 1}], ["t1"])
     double.sessions.put_snapshot(S1, {}, "0")
     double.followups.proposed(ALICE, S1, ["trip"], 5.0, 60)
@@ -372,13 +372,13 @@ def test_the_double_expires_archived_sessions_by_its_clock() -> None:
 
 
 def test_the_double_has_no_file_to_rewrite() -> None:
-    aof = InMemoryRedis().aof
+    aof = FakeRedis().aof
     assert (aof.rewrite(), aof.rewrite_pending()) == ("off", False)
 
 
 def test_the_double_claims_by_idle_time_on_its_clock() -> None:
     clock = FakeClock()
-    queues = InMemoryRedis(clock=clock).queues
+    queues = FakeRedis(clock=clock).queues
     queues.ensure_group(QUEUE_LOW, "g")
     queues.enqueue(QUEUE_LOW, {"job": 1})
     queues.consume(QUEUE_LOW, "g", "dead")

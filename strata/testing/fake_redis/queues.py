@@ -1,4 +1,4 @@
-"""The long-term write queues of ``InMemoryRedis``: streams read through consumer groups,
+"""The long-term write queues of ``FakeRedis``: streams read through consumer groups,
 as Redis keeps them — a consumed entry stays pending until acked, ack deletes it, an entry
 idle past ``min_idle_ms`` is claimed with its delivery count."""
 
@@ -12,13 +12,13 @@ from typing import Any
 from strata.errors import QueueStoreError
 from strata.models import Scope
 from strata.stores import keys
-from strata.stores.redis_memory.keyspace import Group, Keyspace, Pending, Stream, dumps, parse_id
 from strata.stores.redis_ports import JOB_TTL_S, JobRecord, JobStatus, QueueDepth, QueueMessage
+from strata.testing.fake_redis.keyspace import Group, Keyspace, Pending, Stream, dumps, parse_id
 
-__all__ = ["MemoryWriteQueues"]
+__all__ = ["FakeWriteQueues"]
 
 
-class MemoryWriteQueues:
+class FakeWriteQueues:
     """``WriteQueues`` over streams with consumer groups: a consumed entry stays pending
     (with its consumer, delivery time and count) until acked; ack deletes it."""
 

@@ -1,4 +1,4 @@
-"""The keyspace under ``InMemoryRedis`` (``strata.stores.redis_memory``): Redis's data types
+"""The keyspace under ``FakeRedis`` (``strata.testing.fake_redis``): Redis's data types
 as Python values under the same key names (``strata.stores.keys``), with what the ports rely
 on from Redis itself — expiry times, stream ids that only grow, consumer groups with their
 pending entries, and keys that vanish when they empty (streams excepted).

@@ -1,5 +1,5 @@
 """The session log (WAL, turn-id set, snapshot) and the session index (active per shard,
-archived) of ``InMemoryRedis``, in its keyspace under the Redis key names."""
+archived) of ``FakeRedis``, in its keyspace under the Redis key names."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef
-from strata.stores.redis_memory.keyspace import Hash, Keyspace, Stream, ZSet, dumps, parse_id
 from strata.stores.redis_ports import WalEntry
+from strata.testing.fake_redis.keyspace import Hash, Keyspace, Stream, ZSet, dumps, parse_id
 
-__all__ = ["MemorySessionIndex", "MemorySessionLog"]
+__all__ = ["FakeSessionIndex", "FakeSessionLog"]
 
 
-class MemorySessionLog:
+class FakeSessionLog:
     """``SessionLog`` over ``wal:`` streams, ``turns:`` sets and ``wm:`` hashes."""
 
     def __init__(self, ks: Keyspace) -> None:
@@ -82,7 +82,7 @@ class MemorySessionLog:
                                      for k in self._ks.names(keys.user_keys(kind, scope))])
 
 
-class MemorySessionIndex:
+class FakeSessionIndex:
     """``SessionIndex`` over ``active:{shard}`` and ``archived`` sorted sets."""
 
     def __init__(self, ks: Keyspace) -> None:

@@ -1,4 +1,4 @@
-"""Per-user records of ``InMemoryRedis`` besides sessions and queues: the audit log, the
+"""Per-user records of ``FakeRedis`` besides sessions and queues: the audit log, the
 recall log, the user registry, the follow-up state, the forget log; and an append-only file
 that is off."""
 
@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from strata.models import Scope
 from strata.stores import keys
 from strata.stores.keys import SessionRef, parse_scope_key
-from strata.stores.redis_memory.keyspace import Hash, Keyspace, Stream
 from strata.stores.redis_ports import (
     FORGET_LOG_MAX,
     FORGET_LOG_TTL_S,
@@ -17,12 +16,13 @@ from strata.stores.redis_ports import (
     ForgetRequest,
     check_content_free,
 )
+from strata.testing.fake_redis.keyspace import Hash, Keyspace, Stream
 
-__all__ = ["MemoryAppendOnlyFile", "MemoryAuditLog", "MemoryFollowUpState", "MemoryForgetLog",
-           "MemoryRecallLog", "MemoryUserRegistry"]
+__all__ = ["FakeAppendOnlyFile", "FakeAuditLog", "FakeFollowUpState", "FakeForgetLog",
+           "FakeRecallLog", "FakeUserRegistry"]
 
 
-class MemoryAuditLog:
+class FakeAuditLog:
     """``AuditLog`` over one ``audit:{scope}`` stream per user; content-free fields only."""
 
     def __init__(self, ks: Keyspace) -> None:
@@ -39,7 +39,7 @@ class MemoryAuditLog:
             return [dict(f) for f in stream.entries.values()] if stream else []
 
 
-class MemoryRecallLog:
+class FakeRecallLog:
     """``RecallLog`` over one capped ``recall-log`` stream of {scope, route, ids}."""
 
     def __init__(self, ks: Keyspace) -> None:
@@ -63,7 +63,7 @@ class MemoryRecallLog:
         return len(doomed)
 
 
-class MemoryUserRegistry:
+class FakeUserRegistry:
     """``UserRegistry`` over the ``users`` set of scope keys."""
 
     def __init__(self, ks: Keyspace) -> None:
@@ -83,7 +83,7 @@ class MemoryUserRegistry:
         return [parse_scope_key(k) for k in found]
 
 
-class MemoryFollowUpState:
+class FakeFollowUpState:
     """``FollowUpState`` over ``fu:{scope}:quiet`` and ``fu:{scope}:outcomes`` hashes and a
     ``fu:{session}:count`` counter that expires with the session."""
 
@@ -124,7 +124,7 @@ class MemoryFollowUpState:
             return self._ks.delete(*self._ks.names(keys.user_keys("fu", scope)))
 
 
-class MemoryForgetLog:
+class FakeForgetLog:
     """``ForgetLog`` over one ``forgets:{scope}`` hash of ``ForgetRequest.key`` -> request
     (JSON)."""
 
@@ -168,7 +168,7 @@ class MemoryForgetLog:
             return self._ks.delete(keys.forgets(scope), keys.deleted_turns(scope))
 
 
-class MemoryAppendOnlyFile:
+class FakeAppendOnlyFile:
     """``AppendOnlyFile`` of a store that writes no file: a rewrite is always ``off``."""
 
     def rewrite(self) -> str:

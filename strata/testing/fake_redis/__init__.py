@@ -1,4 +1,4 @@
-"""``InMemoryRedis``: the in-process double of Strata's Redis ports
+"""``FakeRedis``: the in-process double of Strata's Redis ports
 (``strata.stores.redis_ports``), for fast unit tests. Same ports, same attributes as
 ``RedisStore``, same key names (``strata.stores.keys``); the contract tests in
 ``tests/unit/test_redis_ports.py`` hold both to the same assertions — consumer groups with
@@ -13,22 +13,22 @@ import time
 from collections.abc import Callable, Iterator
 
 from strata.stores import redis_ports as ports
-from strata.stores.redis_memory.keyspace import Keyspace
-from strata.stores.redis_memory.queues import MemoryWriteQueues
-from strata.stores.redis_memory.records import (
-    MemoryAppendOnlyFile,
-    MemoryAuditLog,
-    MemoryFollowUpState,
-    MemoryForgetLog,
-    MemoryRecallLog,
-    MemoryUserRegistry,
+from strata.testing.fake_redis.keyspace import Keyspace
+from strata.testing.fake_redis.queues import FakeWriteQueues
+from strata.testing.fake_redis.records import (
+    FakeAppendOnlyFile,
+    FakeAuditLog,
+    FakeFollowUpState,
+    FakeForgetLog,
+    FakeRecallLog,
+    FakeUserRegistry,
 )
-from strata.stores.redis_memory.sessions import MemorySessionIndex, MemorySessionLog
+from strata.testing.fake_redis.sessions import FakeSessionIndex, FakeSessionLog
 
-__all__ = ["InMemoryRedis"]
+__all__ = ["FakeRedis"]
 
 
-class InMemoryRedis:
+class FakeRedis:
     """Strata's Redis ports in this process, attribute for attribute as ``RedisStore``.
     ``clock``: epoch seconds, for expiry, idle claims and stream ids (a test may pass a
     fake one to expire archived sessions without waiting)."""
@@ -36,15 +36,15 @@ class InMemoryRedis:
     def __init__(self, prefix: str = "strata:",
                  clock: Callable[[], float] = time.time) -> None:
         self._keyspace = Keyspace(clock, prefix)
-        self.sessions: ports.SessionLog = MemorySessionLog(self._keyspace)
-        self.index: ports.SessionIndex = MemorySessionIndex(self._keyspace)
-        self.queues: ports.WriteQueues = MemoryWriteQueues(self._keyspace)
-        self.audit: ports.AuditLog = MemoryAuditLog(self._keyspace)
-        self.recalls: ports.RecallLog = MemoryRecallLog(self._keyspace)
-        self.users: ports.UserRegistry = MemoryUserRegistry(self._keyspace)
-        self.followups: ports.FollowUpState = MemoryFollowUpState(self._keyspace)
-        self.forgets: ports.ForgetLog = MemoryForgetLog(self._keyspace)
-        self.aof: ports.AppendOnlyFile = MemoryAppendOnlyFile()
+        self.sessions: ports.SessionLog = FakeSessionLog(self._keyspace)
+        self.index: ports.SessionIndex = FakeSessionIndex(self._keyspace)
+        self.queues: ports.WriteQueues = FakeWriteQueues(self._keyspace)
+        self.audit: ports.AuditLog = FakeAuditLog(self._keyspace)
+        self.recalls: ports.RecallLog = FakeRecallLog(self._keyspace)
+        self.users: ports.UserRegistry = FakeUserRegistry(self._keyspace)
+        self.followups: ports.FollowUpState = FakeFollowUpState(self._keyspace)
+        self.forgets: ports.ForgetLog = FakeForgetLog(self._keyspace)
+        self.aof: ports.AppendOnlyFile = FakeAppendOnlyFile()
 
     def ping(self) -> None:
         """Always up."""
