@@ -1,1 +1,2 @@
-"""Storage ports (Protocols) and their adapters: Milvus, Redis, embedders, in-memory doubles."""
+"""Storage ports (Protocols) and their adapters: Milvus, Redis, embedders (the test doubles of
+the ports are in ``strata.testing``)."""
