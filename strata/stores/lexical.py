@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import jieba
 import snowballstemmer
 
-__all__ = ["BM25_B", "BM25_K1", "bm25_scores", "normalize", "tokenize"]
+__all__ = ["BM25_B", "BM25_K1", "bm25_scores", "bm25_term_scores", "normalize", "tokenize"]
 
 logger = logging.getLogger(__name__)
 jieba.setLogLevel(logging.WARNING)
@@ -113,6 +113,32 @@ def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
             continue
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         for i, doc in enumerate(docs):
+            tf = doc.get(term, 0)
+            if tf:
+                norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / avg_len)
+                scores[i] += idf * tf * (BM25_K1 + 1) / norm
+    return scores
+
+
+def bm25_term_scores(query_terms: Sequence[str],
+                     documents: Sequence[Sequence[str]]) -> list[float]:
+    """BM25 of already-normalised terms (``normalize(...).split()``) against each document's
+    terms, with IDF and average length from ``documents``: what a Milvus server's BM25
+    function computes, for a server without it (``strata.stores.milvus_features``)."""
+    if not documents:
+        return []
+    lengths = [len(doc) for doc in documents]
+    avg_len = (sum(lengths) / len(documents)) or 1.0
+    wanted = set(query_terms)
+    counts = [Counter(t for t in doc if t in wanted) for doc in documents]
+    n_docs = len(documents)
+    scores = [0.0] * n_docs
+    for term in wanted:
+        df = sum(1 for doc in counts if term in doc)
+        if df == 0:
+            continue
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        for i, doc in enumerate(counts):
             tf = doc.get(term, 0)
             if tf:
                 norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / avg_len)

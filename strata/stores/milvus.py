@@ -3,7 +3,7 @@
 Schema, one collection per layer::
 
     pk          VARCHAR primary key = "<scope key>|<record id>" (ids never clash across scopes)
-    scope       VARCHAR partition key = "tenant:user"
+    scope       VARCHAR partition key = "tenant:user" (a plain field on a 2.3 server)
     text        VARCHAR, the record's text as written
     lexical     VARCHAR, ``strata.stores.lexical.normalize(text)`` (stemmed, no stop words),
                 analysed by jieba + lowercase
@@ -14,14 +14,22 @@ Schema, one collection per layer::
 Collections made before the ``lexical`` field existed keep working: their BM25 reads
 ``text`` (unstemmed) until they are rebuilt, and a warning says so at start-up.
 
+A Milvus server is asked its version before any schema is sent (``milvus_features``): a
+server without the BM25 function (2.3, 2.4) gets collections without ``sparse`` and the
+function, and lexical search scores BM25 here over the scope's ``lexical`` column
+(``lexical.bm25_term_scores``, IDF from the scope's rows); a server without partial upserts
+gets status and payload changes as whole rows read and written back.
+
 Every method builds its filter expression starting with the scope, so no call can
 reach another scope's rows. Milvus searches unflushed ("growing") rows slowly, so
 writes count unflushed rows and the ``FlushPolicy`` decides when to flush.
 
 Why this module is long: it is one engine's whole ``VectorStore`` port (schema and its
 migrations, writes, three searches, decay scans, purge) plus the physical-collection
-operations re-embedding needs; each method is a short translation to pymilvus. What stands
-alone is elsewhere: filter expressions in ``milvus_expr``, when to flush in ``milvus_flush``.
+operations re-embedding needs, and the few paths an older server needs instead (BM25 scored
+here, whole-row status writes, paged reads); each method is a short translation to pymilvus.
+What stands alone is elsewhere: filter expressions in ``milvus_expr``, when to flush in
+``milvus_flush``, what a server can do in ``milvus_features``.
 """
 
 from __future__ import annotations
@@ -39,9 +47,10 @@ from pymilvus.exceptions import MilvusException
 
 from strata.errors import Conflict, InvalidInput, VectorStoreError
 from strata.models import Collection, MemoryStatus, RecordFilter, Scope, SearchHit, StoredRecord
-from strata.stores.lexical import normalize
+from strata.stores.lexical import bm25_term_scores, normalize, tokenize
 from strata.stores.lite_compaction import LiteCompactionUnavailable, compact_deleted
 from strata.stores.milvus_expr import filter_expr, lit
+from strata.stores.milvus_features import MilvusFeatures
 from strata.stores.milvus_flush import FlushGate, FlushPolicy
 from strata.stores.ports import DecayFields, PurgeReport, complete_parts, fuse_rrf, score_ids
 
@@ -56,6 +65,7 @@ _COPIED = ["pk", "scope", "text", "status", "created_at", "updated_at", "confide
 _OUTPUT = ["pk", "text", "status", "created_at", "updated_at", "confidence", "embed_model",
            "payload"]
 ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
+_SERVER_SCHEMES = ("http://", "https://", "tcp://")  # anything else is a milvus-lite file
 
 
 @contextmanager
@@ -103,6 +113,22 @@ class MilvusVectorStore:
         self._deleted: set[Collection] = set()  # collections deleted from since the last purge
         with _milvus_errors("connect"):
             self._client = MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+            # before any schema is sent: a 2.3 server aborts when asked for a BM25 index
+            self._features = (MilvusFeatures.of_server(self._client.get_server_version())
+                              if uri.startswith(_SERVER_SCHEMES) else MilvusFeatures.lite())
+        if not self._features.bm25_function:
+            logger.warning("Milvus %s has no BM25 function: lexical search is scored by "
+                           "Strata over each scope's rows", self._features.version)
+
+    @property
+    def features(self) -> MilvusFeatures:
+        """What the Milvus behind this store can do (``milvus_features``)."""
+        return self._features
+
+    @property
+    def supports_bm25(self) -> bool:
+        """Whether the server scores BM25 itself (else this store does, client-side)."""
+        return self._features.bm25_function
 
     # -- collections -----------------------------------------------------------------
     def name(self, collection: Collection) -> str:
@@ -151,9 +177,10 @@ class MilvusVectorStore:
             try:
                 while rows := pages.next():
                     vectors = embed([r["text"] for r in rows])
+                    extra = {} if self._features.nullable_fields else {"tokens": ""}
                     self._client.insert(target, [
                         {**{k: r[k] for k in _COPIED}, "dense": v,
-                         "lexical": normalize(r["text"]), "embed_model": model_id}
+                         "lexical": normalize(r["text"]), "embed_model": model_id, **extra}
                         for r, v in zip(rows, vectors, strict=True)])
                     for row in rows:
                         copied[row["scope"]] = copied.get(row["scope"], 0) + 1
@@ -178,28 +205,37 @@ class MilvusVectorStore:
             self._client.alter_alias(physical, self.name(collection))
 
     def _create(self, name: str, dim: int) -> None:
+        bm25 = self._features.bm25_function
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("pk", DataType.VARCHAR, max_length=1024, is_primary=True)
-        schema.add_field("scope", DataType.VARCHAR, max_length=512, is_partition_key=True)
+        schema.add_field("scope", DataType.VARCHAR, max_length=512,
+                         is_partition_key=self._features.partition_key)
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT)
-        schema.add_field("lexical", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True,
-                         analyzer_params=ANALYZER)
+        analysed: dict[str, Any] = (
+            {"enable_analyzer": True, "analyzer_params": ANALYZER} if bm25 else {})
+        schema.add_field("lexical", DataType.VARCHAR, max_length=MAX_TEXT, **analysed)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if bm25:
+            schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("status", DataType.VARCHAR, max_length=32)
         schema.add_field("created_at", DataType.DOUBLE)
         schema.add_field("updated_at", DataType.DOUBLE)
         schema.add_field("confidence", DataType.FLOAT)
         schema.add_field("embed_model", DataType.VARCHAR, max_length=256)
         schema.add_field("payload", DataType.JSON)
-        schema.add_field("tokens", DataType.VARCHAR, max_length=MAX_TEXT, nullable=True)
-        schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
-                                     input_field_names=["lexical"],
-                                     output_field_names=["sparse"]))
+        nullable: dict[str, Any] = {"nullable": True} if self._features.nullable_fields else {}
+        schema.add_field("tokens", DataType.VARCHAR, max_length=MAX_TEXT, **nullable)
+        if bm25:
+            schema.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                                         input_field_names=["lexical"],
+                                         output_field_names=["sparse"]))
         index = self._client.prepare_index_params()
         index.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        self._client.create_collection(name, schema=schema, index_params=index)
+        if bm25:
+            index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        level = self._features.consistency_level
+        consistency: dict[str, Any] = {"consistency_level": level} if level else {}
+        self._client.create_collection(name, schema=schema, index_params=index, **consistency)
 
     def ensure_collections(self, dim: int) -> None:
         """Create missing collections; refuse to reuse one built for another dimension."""
@@ -346,9 +382,7 @@ class MilvusVectorStore:
         fields = [*_OUTPUT, "dense"]
         if self.name(collection) not in self._no_tokens:
             fields.append("tokens")
-        with self._gate.reading(), _milvus_errors("get"):
-            rows = self._client.query(self.name(collection), filter=expr,
-                                      output_fields=fields, limit=limit)
+        rows = self._rows(collection, expr, fields, limit, "get")
         records = []
         for row in rows:
             record = self._record(scope, row)
@@ -364,9 +398,7 @@ class MilvusVectorStore:
         flt: RecordFilter | None = None,
         limit: int = 100,
     ) -> list[StoredRecord]:
-        with self._gate.reading(), _milvus_errors("query"):
-            rows = self._client.query(self.name(collection), filter=filter_expr(scope, flt),
-                                      output_fields=_OUTPUT, limit=limit)
+        rows = self._rows(collection, filter_expr(scope, flt), _OUTPUT, limit, "query")
         return [self._record(scope, row) for row in rows]
 
     def count(self, collection: Collection, scope: Scope) -> int:
@@ -412,7 +444,61 @@ class MilvusVectorStore:
         query = text if self.name(collection) in self._legacy else normalize(text)
         if not query.strip():
             return []
+        if not self._features.bm25_function:
+            return self._scored_here(collection, scope, query, k, flt)
         return self._search(collection, scope, [query], "sparse", k, flt)
+
+    def _scored_here(self, collection: Collection, scope: Scope, query: str, k: int,
+                     flt: RecordFilter | None) -> list[SearchHit]:
+        """BM25 for a server without the function: IDF and lengths from the scope's rows
+        (its ``lexical`` column), then the best-scored rows that pass ``flt``, fetched in
+        pages until ``k`` pass or none is left."""
+        legacy = self.name(collection) in self._legacy
+        field = "text" if legacy else "lexical"
+        rows = self._rows(collection, filter_expr(scope, None), ["pk", field], None, "scan")
+        terms = tokenize(query) if legacy else query.split()
+        docs = [tokenize(r[field]) if legacy else str(r[field]).split() for r in rows]
+        scored = sorted(((-s, str(r["pk"])) for s, r in zip(bm25_term_scores(terms, docs), rows,
+                                                              strict=True) if s > 0))
+        hits: list[SearchHit] = []
+        page = max(4 * k, 64)
+        for start in range(0, len(scored), page):
+            chunk = {pk: -s for s, pk in scored[start:start + page]}
+            pks = json.dumps(list(chunk), ensure_ascii=False)
+            expr = f"{filter_expr(scope, flt)} and pk in {pks}"
+            with self._gate.reading(), _milvus_errors("lexical"):
+                found = self._client.query(self.name(collection), filter=expr,
+                                           output_fields=_OUTPUT, limit=len(chunk))
+            hits.extend(SearchHit(record=self._record(scope, row), score=chunk[row["pk"]])
+                        for row in found)
+            if len(hits) >= k:
+                break
+        hits.sort(key=lambda h: (-h.score, h.record.id))  # ties: by id, as in each page
+        return hits[:k]
+
+    def _rows(self, collection: Collection, expr: str, fields: list[str], limit: int | None,
+              action: str) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows ``expr`` selects (every one: None), in pages past a server's
+        query window (``MilvusFeatures.query_window``; milvus-lite has none)."""
+        name, window = self.name(collection), self._features.query_window
+        with self._gate.reading(), _milvus_errors(action):
+            if window is None or (limit is not None and limit <= window):
+                return list(self._client.query(name, filter=expr, output_fields=fields,
+                                               limit=limit))
+            rows = list(self._client.query(name, filter=expr, output_fields=fields,
+                                           limit=window))
+            if len(rows) < window:
+                return rows
+            pages = self._client.query_iterator(name, batch_size=window, filter=expr,
+                                                output_fields=fields,
+                                                **({} if limit is None else {"limit": limit}))
+            try:
+                rows = []
+                while page := pages.next():
+                    rows.extend(page)
+            finally:
+                pages.close()
+        return rows
 
     def search_hybrid(
         self,
@@ -485,9 +571,28 @@ class MilvusVectorStore:
             return 0
         with self._writes:  # a partial upsert reads the row, then writes it whole
             with self._gate.reading(), _milvus_errors(f"set {column}"):
-                self._client.upsert(self.name(collection), rows, partial_update=True)
+                if self._features.partial_update:
+                    self._client.upsert(self.name(collection), rows, partial_update=True)
+                else:
+                    rows = self._merged(collection, rows)
+                    if rows:
+                        self._client.upsert(self.name(collection), rows)
             self._after_write(collection, len(rows))
         return len(rows)
+
+    def _merged(self, collection: Collection, changes: list[dict[str, Any]]
+                ) -> list[dict[str, Any]]:
+        """Whole rows with ``changes`` applied, for a server that replaces on upsert (rows
+        deleted meanwhile are left out, as a partial upsert would not revive them)."""
+        name = self.name(collection)
+        fields = [*_COPIED, "dense"]
+        fields += [] if name in self._legacy else ["lexical"]
+        fields += [] if name in self._no_tokens else ["tokens"]
+        stored = {row["pk"]: row for row in self._client.query(
+            name, ids=[c["pk"] for c in changes], output_fields=fields)}
+        return [{**{f: stored[c["pk"]][f] for f in fields},
+                 "dense": [float(x) for x in stored[c["pk"]]["dense"]], **c}
+                for c in changes if c["pk"] in stored]
 
     # -- maintenance -----------------------------------------------------------------
     def flush(self, collection: Collection | None = None) -> None:
