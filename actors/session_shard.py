@@ -67,6 +67,10 @@ class SessionShard(SessionShardService):
                          daemon=True).start()
         threading.Thread(target=self._every, args=(parsed.hot_persist_every_s,
                                                    self.persist_hot), daemon=True).start()
+        # a forget's grace period ends within a quarter of it (at least 1 s, at most a sweep)
+        threading.Thread(target=self._every, args=(
+            min(sweep_every_s, max(1.0, parsed.forget_grace_s / 4)), self.finalise_forgets),
+            daemon=True).start()
         threading.Thread(target=self._warm, daemon=True).start()
 
     def _warm(self) -> None:

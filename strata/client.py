@@ -372,6 +372,18 @@ class _Api:
     def forget_user(self, user_id: str) -> Any:
         return self._call("DELETE", _users(user_id))
 
+    def forgets(self, user_id: str, agent: str | None = None) -> Any:
+        """The user's forgets said in conversation, newest first: what each named, how many
+        memories it hid, ``state`` (``undoable`` until ``undo_until``, then ``final``)."""
+        return self._call("GET", f"{_users(user_id)}/forgets", params=_clean({"agent": agent}))
+
+    def undo_forget(self, user_id: str, forget_id: str, agent: str | None = None) -> Any:
+        """Undo a conversational forget (``forget_id``: from a turn's ``intents.forgets`` or
+        ``forgets``) within its grace period: what it hid is recalled again. ``Conflict``
+        once it is final."""
+        path = f"{_users(user_id)}/forgets/{_segment('forget_id', forget_id)}/undo"
+        return self._call("POST", path, params=_clean({"agent": agent}))
+
     def erase_verified(self, user_id: str, phrase: str, memory_id: str | None = None,
                        bound_s: float | None = None) -> Any:
         """Forget the memory (or, with no ``memory_id``, everything about the user), then

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         "how a user turn's forget is read at once: 'learned' (a linear model fitted from the "
         "packaged labelled corpus, with the rules; strata/extract/intent_model.py) or "
         "'rules' (the hand-written patterns only)"))
+    forget_grace_s: float = Field(default=86_400.0, ge=0.0, le=7 * 86_400.0, description=(
+        "how long a forget said in conversation can be undone "
+        "(POST /v1/users/{user_id}/forgets/{forget_id}/undo): the memories it names are "
+        "hidden at once and deleted, text and all, when this has passed (0: at the shard's "
+        "next sweep); at most the forget log's 7 days"))
     query_expander: Literal["rules", "openai"] = Field(default="rules", description=(
         "recall's optional LLM path: 'openai' has the chat model (openai_base_url, "
         "openai_chat_model) write statements the person asked about might have said, each "

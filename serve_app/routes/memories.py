@@ -5,6 +5,7 @@ the user's shard, in the scope the key's tenant and the path's user make."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,9 +29,10 @@ from strata.models import (
     check_name,
     context_name,
 )
+from strata.shard.models import ForgetView
 
-__all__ = ["ErasureRequest", "FollowUps", "MemoryList", "MemoryRoutes", "MemoryUpdated",
-           "MemoryVersions", "router"]
+__all__ = ["ErasureRequest", "FollowUps", "ForgetList", "MemoryList", "MemoryRoutes",
+           "MemoryUpdated", "MemoryVersions", "router"]
 
 router = api_router()
 
@@ -59,6 +61,13 @@ class MemoryUpdated(BaseModel):
 
 class FollowUps(BaseModel):
     follow_ups: list[FollowUp]
+
+
+class ForgetList(BaseModel):
+    forgets: list[ForgetView]
+
+
+FORGET_ID = re.compile(r"^[0-9a-f]{20}$")
 
 
 class MemoryRoutes(IngressState):
@@ -167,6 +176,28 @@ class MemoryRoutes(IngressState):
         result: dict[str, Any] = await resolve(
             self._shards.for_scope(scope).delete_memory.remote(scope, memory_id, viewer))
         return {"deleted": memory_id, **result}
+
+    @router.get("/v1/users/{user_id}/forgets", response_model=ForgetList)
+    async def list_forgets(self, principal: Caller, scope: UserScope,
+                           agent: AgentParam) -> ForgetList:
+        """The user's "forget …" requests said in conversation, newest first: what each named,
+        how many memories it hid, and until when it can be undone (``undo_until``; then the
+        memories are deleted and it is ``final``). An agent's view: those said to it."""
+        views = await resolve(self._shards.for_scope(scope).list_forgets.remote(
+            scope, principal.viewer(agent)))
+        return ForgetList(forgets=views)
+
+    @router.post("/v1/users/{user_id}/forgets/{forget_id}/undo", response_model=ForgetView)
+    async def undo_forget(self, forget_id: str, principal: Caller, scope: UserScope,
+                          agent: AgentParam) -> ForgetView:
+        """Undo a conversational forget within its grace period: what it hid is recalled
+        again (``restored``: how many memories came back). 409 once it is final."""
+        if not FORGET_ID.match(forget_id):
+            raise InvalidInput("forget_id is the 20 hex characters a turn's "
+                               "intents.forgets or GET /v1/users/{user_id}/forgets gives")
+        view: ForgetView = await resolve(self._shards.for_scope(scope).undo_forget.remote(
+            scope, forget_id, principal.viewer(agent)))
+        return view
 
     @router.delete("/v1/users/{user_id}")
     async def delete_user(self, user_id: str, principal: Caller,

@@ -6,7 +6,7 @@ Runs inside the user's session shard (the single writer of that user's long-term
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -323,16 +323,17 @@ class LongTermMemory:
 
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
                         speaker: str | None = None, before: ForgetRequest | None = None
-                        ) -> list[str]:
+                        ) -> dict[str, float]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target
         (``EVERYTHING``: all of them) get weight 0 at once (``forget_match.names``). Said by
         one person of a multi-party conversation (``speaker``), it forgets what that person
         said, not another's. Applied later than its turn (``before``: the request, retried),
         it forgets only what was said before it (``metadata.said_at``; a memory that does not
-        say when counts as earlier)."""
+        say when counts as earlier). Returns each forgotten memory's weight before (what
+        ``restore`` puts back)."""
         everything = target == EVERYTHING  # "forget everything you know about me"
         vector = None if everything else self.embedder.encode([target])[0].tolist()
-        forgotten = []
+        forgotten: dict[str, float] = {}
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
         for collection in (Collection.FACTS, Collection.EPISODES):
             found = ([(r, 0.0) for r in self.vectors.query(collection, scope, live, 16_384)]
@@ -350,11 +351,33 @@ class LongTermMemory:
                     continue
                 if before is not None and not stored_before(record, before):
                     continue
-                item = from_record(record).model_copy(update={"weight": 0.0,
-                                                              "updated_at": utcnow()})
+                before_weight = from_record(record)
+                if before_weight.weight <= 0.0:
+                    continue  # forgotten already: an undo of that forget must restore it
+                item = before_weight.model_copy(update={"weight": 0.0, "updated_at": utcnow()})
                 self._rewrite(collection, scope, item)
-                forgotten.append(item.id)
+                forgotten[item.id] = before_weight.weight
         return forgotten
+
+    def restore(self, scope: Scope, weights: Mapping[str, float]) -> int:
+        """Undo a forget: each memory still at weight 0 gets its weight back (one deleted or
+        edited since stays as it is); how many came back."""
+        restored = 0
+        for collection in (Collection.FACTS, Collection.EPISODES):
+            for row in self.vectors.get(collection, scope, list(weights)):
+                item = from_record(row)
+                if item.weight > 0.0:
+                    continue
+                self._rewrite(collection, scope, item.model_copy(
+                    update={"weight": weights[item.id], "updated_at": utcnow()}))
+                restored += 1
+        return restored
+
+    def still_forgotten(self, scope: Scope, ids: Sequence[str]) -> list[str]:
+        """Of these memories, the ones that exist and are still at weight 0."""
+        return [row.id for collection in (Collection.FACTS, Collection.EPISODES)
+                for row in self.vectors.get(collection, scope, list(ids))
+                if from_record(row).weight <= 0.0]
 
     def unforgotten(self, candidates: Sequence[Candidate], requests: Sequence[ForgetRequest]
                     ) -> tuple[list[Candidate], int]:

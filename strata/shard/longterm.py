@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 from strata.errors import BackendUnavailable, StrataError
@@ -103,8 +105,11 @@ class ShardMemories:
 
     def __init__(self, longterm: LazyLongTerm, *, queues: WriteQueues, users: UserRegistry,
                  audit: AuditLog, aof: AppendOnlyFile, forgets: ForgetLog,
-                 detector: Callable[[], IntentDetector] | None = None) -> None:
+                 detector: Callable[[], IntentDetector] | None = None, shard_id: int = 0,
+                 forget_grace_s: float = 86_400.0) -> None:
         self.lock = threading.RLock()
+        self._shard_id = shard_id
+        self._grace_s = forget_grace_s  # a forget's hidden memories are deleted after this
         self._detector = detector  # a learned reading of forgets the rules miss (built lazily)
         self._queues = queues
         self._forgets = forgets
@@ -182,6 +187,7 @@ class ShardMemories:
         except Exception:  # the turn is durable; the queued job retries the intent
             logger.exception("explicit intent failed; deferred to the queue")
             result.deferred = True
+        result.forgets = [_request(c, turn).forget_id for c in forget]  # what an undo names
         if result.forgotten:
             self._audit.append(scope, action="forget_intent", count=len(result.forgotten),
                                at=utcnow().isoformat())
@@ -213,11 +219,20 @@ class ShardMemories:
         """Apply a forget request to what is stored (``late``: after its turn, to what was
         said before it only), then keep it in the forget log (a failure in between leaves the
         queued job to do both again)."""
-        forgotten = self.longterm.forget_matching(scope, request.target, viewer=request.viewer,
-                                                  speaker=request.speaker,
-                                                  before=request if late else None)
+        hidden = self.longterm.forget_matching(scope, request.target, viewer=request.viewer,
+                                               speaker=request.speaker,
+                                               before=request if late else None)
+        kept = next((r for r in self._forgets.recent(scope) if r.key == request.key), None)
+        if kept is not None and kept.purged_at is None:  # a retry: what it hid stays undoable
+            hidden = {**kept.forgotten, **hidden}
+        due = time.time() + self._grace_s
+        request = request.model_copy(update={
+            "forgotten": hidden,
+            "undo_until": datetime.fromtimestamp(due, timezone.utc) if hidden else None})
         self._forgets.add(scope, request)
-        return forgotten
+        if hidden:  # undoable until the grace period ends, then deleted (``ShardForgets``)
+            self._forgets.schedule(self._shard_id, scope, request, due)
+        return list(hidden)
 
     # -- the memories API --------------------------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:

@@ -4,7 +4,7 @@ memory's view, sweep reports and the shard's half of a recall."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +37,9 @@ class TurnIn(BaseModel):
 class IntentResult(BaseModel):
     remembered: list[str] = Field(default_factory=list)
     forgotten: list[str] = Field(default_factory=list)
+    # the forget requests the turn made (``GET /v1/users/{user_id}/forgets``: what each hid,
+    # and until when it can be undone)
+    forgets: list[str] = Field(default_factory=list)
     deferred: bool = False  # the long-term write failed; a worker will apply it
 
 
@@ -72,6 +75,20 @@ class WorkingMemoryView(BaseModel):
     context: str | None = None
     set_aside: list[str] = Field(default_factory=list)  # contexts left ("": none)
     agent: str | None = None
+
+
+class ForgetView(BaseModel):
+    """A forget request as the API shows it."""
+
+    forget_id: str
+    turn_id: str
+    said_at: datetime
+    target: str  # what it named ("*": everything)
+    agent: str | None = None  # the agent it was said to
+    hidden: int  # the memories it hid (0 once final: they are deleted)
+    state: Literal["undoable", "final"]
+    undo_until: datetime | None = None
+    restored: int | None = None  # an undo's answer: the memories that came back
 
 
 class SweepReport(BaseModel):

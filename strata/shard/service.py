@@ -27,9 +27,11 @@ from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.erasure import ShardErasure
 from strata.shard.followups import ShardFollowUps
+from strata.shard.forgets import ShardForgets
 from strata.shard.longterm import LazyLongTerm, ShardMemories
 from strata.shard.models import (
     CloseAck,
+    ForgetView,
     MemoryAnswer,
     SweepReport,
     TurnAck,
@@ -61,7 +63,8 @@ class SessionShardService:
         self.memories = ShardMemories(
             self._longterm, queues=redis.queues, users=redis.users, audit=redis.audit,
             aof=redis.aof, forgets=redis.forgets,
-            detector=packaged_detector if settings.intent_detector == "learned" else None)
+            detector=packaged_detector if settings.intent_detector == "learned" else None,
+            shard_id=shard_id, forget_grace_s=settings.forget_grace_s)
         if settings.intent_detector == "learned":  # ~2 s of loading, not on a user's turn
             threading.Thread(target=packaged_detector, name="strata-intents", daemon=True).start()
         self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
@@ -76,6 +79,8 @@ class SessionShardService:
                                     followups=redis.followups, users=redis.users,
                                     recalls=redis.recalls, audit=redis.audit,
                                     forgets=redis.forgets)
+        self.forgets = ShardForgets(shard_id, self.memories, self.erasure, self._longterm,
+                                    forgets=redis.forgets, audit=redis.audit)
 
     @property
     def longterm(self) -> LongTermMemory:
@@ -204,3 +209,14 @@ class SessionShardService:
 
     def purge_archived_sessions(self, sessions: list[SessionRef], now: float) -> SweepCounts:
         return self.erasure.purge_archived_sessions(sessions, now)
+
+    # -- conversational forgets (ShardForgets) ---------------------------------------------
+    def list_forgets(self, scope: Scope, viewer: str | None = None) -> list[ForgetView]:
+        return self.forgets.list_forgets(scope, viewer)
+
+    def undo_forget(self, scope: Scope, forget_id: str, viewer: str | None = None
+                    ) -> ForgetView:
+        return self.forgets.undo_forget(scope, forget_id, viewer)
+
+    def finalise_forgets(self, now: float | None = None) -> int:
+        return self.forgets.finalise_due(now)

@@ -45,13 +45,16 @@ __all__ = [
     "audit",
     "deleted_turn",
     "deleted_turns",
+    "due_member",
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
     "forgets",
+    "forgets_due",
     "job",
     "outcome_counts",
     "outcome_field",
+    "parse_due_member",
     "parse_scope_key",
     "rate_bucket",
     "snapshot",
@@ -135,6 +138,21 @@ def forgets(scope: Scope) -> str:
 
 def deleted_turns(scope: Scope) -> str:
     return f"deleted:{scope.key}"
+
+
+def forgets_due(shard: int) -> str:
+    """A shard's scheduled deletes of forgotten memories: a sorted set of
+    ``<scope key>|<request key>`` by due time."""
+    return f"forgets_due:{shard}"
+
+
+def due_member(scope: Scope, request_key: str) -> str:
+    return f"{scope.key}|{request_key}"
+
+
+def parse_due_member(member: str) -> tuple[Scope, str]:
+    scope, _, request = member.partition("|")
+    return parse_scope_key(scope), request
 
 
 def active(shard: int) -> str:

@@ -351,11 +351,21 @@ class ForgetRequest(BaseModel):
     target: str
     viewer: str = ""
     speaker: str | None = None
+    # what it hid from storage, each memory's weight before (what an undo puts back); emptied
+    # when the grace period ends and they are deleted (``purged_at``)
+    forgotten: dict[str, float] = Field(default_factory=dict)
+    undo_until: UtcDatetime | None = None
+    purged_at: UtcDatetime | None = None
 
     @property
     def key(self) -> str:
         """What identifies it in the log: its turn and what it names (a turn may name two)."""
         return f"{self.turn_id}:{hashlib.sha256(self.target.encode()).hexdigest()[:16]}"
+
+    @property
+    def forget_id(self) -> str:
+        """Its id in the API (``/v1/users/{user_id}/forgets/{forget_id}``): URL-safe."""
+        return hashlib.sha256(self.key.encode()).hexdigest()[:20]
 
 
 class ForgetLog(Protocol):
@@ -387,8 +397,22 @@ class ForgetLog(Protocol):
         """The user's deleted turns, each as ``keys.deleted_turn(session_id, turn_id)``."""
         ...
 
+    def schedule(self, shard: int, scope: Scope, request: ForgetRequest, due: float) -> None:
+        """Keep that ``request``'s hidden memories are deleted at ``due`` (epoch seconds) by
+        ``shard`` (again: the new time stands)."""
+        ...
+
+    def due(self, shard: int, now: float, limit: int = 100) -> list[tuple[Scope, str]]:
+        """Up to ``limit`` of ``shard``'s scheduled requests due by ``now``, as (scope,
+        ``ForgetRequest.key``), earliest first; they stay scheduled until ``unschedule``."""
+        ...
+
+    def unschedule(self, shard: int, scope: Scope, key: str) -> None:
+        ...
+
     def delete_user(self, scope: Scope) -> int:
-        """Drop the user's log and deleted turns; how many keys went."""
+        """Drop the user's log and deleted turns; how many keys went (what is scheduled for
+        the user goes when it is due and finds no request)."""
         ...
 
 

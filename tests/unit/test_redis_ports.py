@@ -354,6 +354,29 @@ def test_forget_log_keeps_each_request_once_oldest_first_and_capped(store: Store
         1, [], FORGET_LOG_MAX)
 
 
+
+def test_forget_schedule_hands_each_shard_its_due_requests_earliest_first(store: Store) -> None:
+    log = store.forgets
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    old = ForgetRequest(turn_id="t1", at=at, target="my old flat", forgotten={"m1": 0.9})
+    new = ForgetRequest(turn_id="t2", at=at, target="the gym")
+    log.schedule(0, ALICE, new, due=200.0)
+    log.schedule(0, BOB, old, due=100.0)
+    log.schedule(1, ALICE, old, due=50.0)  # another shard's
+    assert log.due(0, now=99.0) == []
+    assert log.due(0, now=300.0) == [(BOB, old.key), (ALICE, new.key)]
+    assert log.due(0, now=300.0, limit=1) == [(BOB, old.key)]
+    log.schedule(0, ALICE, new, due=400.0)  # again: the new time stands
+    assert log.due(0, now=300.0) == [(BOB, old.key)]
+    log.unschedule(0, BOB, old.key)
+    log.unschedule(0, BOB, old.key)  # again: nothing
+    assert log.due(0, now=1e12) == [(ALICE, new.key)]
+    assert log.due(1, now=1e12) == [(ALICE, old.key)]
+    log.add(ALICE, old)
+    kept = log.recent(ALICE)[0]
+    assert kept.forgotten == {"m1": 0.9} and kept.purged_at is None
+    assert kept.forget_id == old.forget_id and kept.forget_id.isalnum()
+
 # -- the double's own rules -------------------------------------------------------------------
 
 def test_the_double_expires_archived_sessions_by_its_clock() -> None:
@@ -423,6 +446,23 @@ def test_archive_sets_a_ttl_on_the_session_keys(redis_store: RedisStore) -> None
     client, key = redis_store.connection.client, redis_store.connection.key
     assert all(0 < client.ttl(key(f"{kind}:acme:alice:s1")) <= 600
                for kind in ("wal", "wm", "turns"))
+
+
+def test_removed_turns_leave_the_stream_s_bytes_and_the_rest_keeps_its_ids(
+        redis_store: RedisStore) -> None:
+    log = redis_store.sessions
+    ids = log.append_turns(S1, [{"op": "turn", "turn": {"turn_id": t, "content": w}}
+                                for t, w in (("a", "kept words"), ("b", "quokka-7781"),
+                                             ("c", "more kept words"))])
+    redis_store.index.archive(S1, 600, at=100.0)  # an archived session's WAL has a TTL
+    client, key = redis_store.connection.client, redis_store.connection.key(f"wal:{S1.key}")
+    assert b"quokka-7781" in client.dump(key)
+    assert log.remove_turns(S1, {"b"}) == 1
+    assert b"quokka-7781" not in client.dump(key)  # XDEL would leave them in the listpack
+    assert [rid for rid, _ in log.read(S1)] == [ids[0], ids[2]]
+    assert 0 < client.ttl(key) <= 600
+    assert log.append(S1, {"op": "close"}) > ids[2]  # ids never go back
+    assert log.remove_turns(S1, {"a", "c"}) == 2 and len(log.read(S1)) == 1
 
 
 def test_aof_rewrite(redis_store: RedisStore) -> None:

@@ -188,6 +188,22 @@ class RedisForgetLog:
             return {m.decode() if isinstance(m, bytes) else m
                     for m in self._r.smembers(self._conn.key(keys.deleted_turns(scope)))}
 
+    def schedule(self, shard: int, scope: Scope, request: ForgetRequest, due: float) -> None:
+        with redis_errors("forget schedule"):
+            self._r.zadd(self._conn.key(keys.forgets_due(shard)),
+                         {keys.due_member(scope, request.key): due})
+
+    def due(self, shard: int, now: float, limit: int = 100) -> list[tuple[Scope, str]]:
+        with redis_errors("forget schedule read"):
+            members = self._r.zrangebyscore(self._conn.key(keys.forgets_due(shard)), "-inf",
+                                            now, start=0, num=limit)
+        return [keys.parse_due_member(m.decode() if isinstance(m, bytes) else m)
+                for m in members]
+
+    def unschedule(self, shard: int, scope: Scope, key: str) -> None:
+        with redis_errors("forget schedule delete"):
+            self._r.zrem(self._conn.key(keys.forgets_due(shard)), keys.due_member(scope, key))
+
     def delete_user(self, scope: Scope) -> int:
         with redis_errors("delete forget log"):
             return int(self._r.delete(self._conn.key(keys.forgets(scope)),

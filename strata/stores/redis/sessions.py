@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import redis
+
 from strata import tracing
 from strata.errors import QueueStoreError
 from strata.models import Scope
@@ -23,6 +25,12 @@ from strata.stores.redis.connection import (
 from strata.stores.redis_ports import WalEntry
 
 __all__ = ["RedisSessionIndex", "RedisSessionLog"]
+
+
+def _turn_id(fields: Mapping[bytes, bytes]) -> str | None:
+    """The turn id of a raw WAL entry that records a turn."""
+    record = json.loads(fields[b"data"])
+    return record["turn"].get("turn_id") if record.get("op") == "turn" else None
 
 
 class RedisSessionLog:
@@ -93,12 +101,33 @@ class RedisSessionLog:
         return [(rid.decode(), json.loads(f[b"data"])) for rid, f in rows]
 
     def remove_turns(self, ref: SessionRef, turn_ids: set[str]) -> int:
-        doomed = [rid for rid, rec in self.read(ref)
-                  if rec.get("op") == "turn" and rec["turn"].get("turn_id") in turn_ids]
-        if not doomed:
-            return 0
-        with redis_errors("wal delete"):
-            return int(self._r.xdel(self._conn.key(keys.wal(ref)), *doomed))
+        """The stream is rewritten without the turns, not XDEL'd: XDEL only flags an entry
+        in its listpack node, whose bytes — the deleted words — stay in memory and go into
+        every later RDB/AOF rewrite until the whole node goes."""
+        stream = self._conn.key(keys.wal(ref))
+        with redis_errors("wal delete"), self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(stream)  # an append in between: read again
+                    rows = pipe.xrange(stream)
+                    doomed = {rid for rid, f in rows if _turn_id(f) in turn_ids}
+                    if not doomed:
+                        pipe.unwatch()
+                        return 0
+                    ttl_ms, last = int(pipe.pttl(stream)), rows[-1][0]
+                    pipe.multi()
+                    pipe.delete(stream)
+                    for rid, fields in rows:
+                        if rid not in doomed:
+                            pipe.xadd(stream, fields, id=rid)
+                    if len(doomed) < len(rows):
+                        pipe.execute_command("XSETID", stream, last)  # ids never go back
+                        if ttl_ms > 0:
+                            pipe.pexpire(stream, ttl_ms)
+                    pipe.execute()
+                    return len(doomed)
+                except redis.WatchError:
+                    continue
 
     def known_turn_ids(self, ref: SessionRef, turn_ids: Sequence[str]) -> set[str]:
         if not turn_ids:

@@ -16,7 +16,7 @@ from strata.stores.redis_ports import (
     ForgetRequest,
     check_content_free,
 )
-from strata.testing.fake_redis.keyspace import Hash, Keyspace, Stream
+from strata.testing.fake_redis.keyspace import Hash, Keyspace, Stream, ZSet
 
 __all__ = ["FakeAppendOnlyFile", "FakeAuditLog", "FakeFollowUpState", "FakeForgetLog",
            "FakeRecallLog", "FakeUserRegistry"]
@@ -162,6 +162,21 @@ class FakeForgetLog:
     def deleted_turns(self, scope: Scope) -> set[str]:
         with self._ks.lock:
             return set(self._ks.get(keys.deleted_turns(scope), set) or ())
+
+    def schedule(self, shard: int, scope: Scope, request: ForgetRequest, due: float) -> None:
+        with self._ks.lock:
+            due_set = self._ks.ensure(keys.forgets_due(shard), ZSet)
+            due_set[keys.due_member(scope, request.key)] = due
+
+    def due(self, shard: int, now: float, limit: int = 100) -> list[tuple[Scope, str]]:
+        with self._ks.lock:
+            zset = self._ks.get(keys.forgets_due(shard), ZSet) or ZSet()
+            return [keys.parse_due_member(m) for m in zset.range_by_score(now, limit)]
+
+    def unschedule(self, shard: int, scope: Scope, key: str) -> None:
+        with self._ks.lock:
+            (self._ks.get(keys.forgets_due(shard), ZSet) or ZSet()).pop(
+                keys.due_member(scope, key), None)
 
     def delete_user(self, scope: Scope) -> int:
         with self._ks.lock:
