@@ -34,6 +34,7 @@ export type TurnOptions = Pick<TurnIn, "created_at" | "metadata" | "turn_id">
 export type RecallOptions = Omit<RecallRequest, "user_id" | "query">;
 /** A queued job's status record (`GET /v1/jobs/{job_id}`). */
 export type JobRecord = Schemas["JobRecord"];
+export type ForgetView = Schemas["ForgetView"];
 /** How `closeSession` and `waitFor` wait for a job. */
 export interface WaitOptions {
   wait?: boolean;
@@ -232,6 +233,20 @@ export class StrataClient {
     const path = { user_id: segment("userId", userId), memory_id: segment("memoryId", memoryId) };
     return this.send(READ, (signal) => this.api.DELETE("/v1/users/{user_id}/memories/{memory_id}",
       { params: { path }, signal })) as Promise<JsonObject>;
+  }
+
+  /** The user's forgets said in conversation, newest first: `undoable` until `undo_until`. */
+  async forgets(userId: string, agent?: string): Promise<{ forgets: ForgetView[] }> {
+    const path = { user_id: segment("userId", userId) };
+    return this.send(READ, (signal) => this.api.GET("/v1/users/{user_id}/forgets",
+      { params: { path, query: clean({ agent }) }, signal }));
+  }
+
+  /** Undo a conversational forget (its id: a turn's `intents.forgets`) in its grace period. */
+  async undoForget(userId: string, forgetId: string, agent?: string): Promise<ForgetView> {
+    const path = { user_id: segment("userId", userId), forget_id: segment("forgetId", forgetId) };
+    return this.send(WRITE, (signal) => this.api.POST("/v1/users/{user_id}/forgets/{forget_id}/undo",
+      { params: { path, query: clean({ agent }) }, signal }));
   }
 
   /** (admin) Forget everything about a user. */

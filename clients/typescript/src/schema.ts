@@ -419,6 +419,49 @@ export interface paths {
         patch: operations["update_memory_v1_users__user_id__memories__memory_id__patch"];
         trace?: never;
     };
+    "/v1/users/{user_id}/forgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Forgets
+         * @description The user's "forget …" requests said in conversation, newest first: what each named,
+         *     how many memories it hid, and until when it can be undone (``undo_until``; then the
+         *     memories are deleted and it is ``final``). An agent's view: those said to it.
+         */
+        get: operations["list_forgets_v1_users__user_id__forgets_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/forgets/{forget_id}/undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo Forget
+         * @description Undo a conversational forget within its grace period: what it hid is recalled
+         *     again (``restored``: how many memories came back). 409 once it is final.
+         */
+        post: operations["undo_forget_v1_users__user_id__forgets__forget_id__undo_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -723,6 +766,41 @@ export interface components {
             /** Follow Ups */
             follow_ups: components["schemas"]["FollowUp"][];
         };
+        /** ForgetList */
+        ForgetList: {
+            /** Forgets */
+            forgets: components["schemas"]["ForgetView"][];
+        };
+        /**
+         * ForgetView
+         * @description A forget request as the API shows it.
+         */
+        ForgetView: {
+            /** Forget Id */
+            forget_id: string;
+            /** Turn Id */
+            turn_id: string;
+            /**
+             * Said At
+             * Format: date-time
+             */
+            said_at: string;
+            /** Target */
+            target: string;
+            /** Agent */
+            agent?: string | null;
+            /** Hidden */
+            hidden: number;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "undoable" | "final";
+            /** Undo Until */
+            undo_until?: string | null;
+            /** Restored */
+            restored?: number | null;
+        };
         /** HotIndexStats */
         HotIndexStats: {
             /** Shards */
@@ -762,6 +840,8 @@ export interface components {
             remembered?: string[];
             /** Forgotten */
             forgotten?: string[];
+            /** Forgets */
+            forgets?: string[];
             /**
              * Deferred
              * @default false
@@ -1232,6 +1312,7 @@ export interface components {
              * @default {
              *       "remembered": [],
              *       "forgotten": [],
+             *       "forgets": [],
              *       "deferred": false
              *     }
              */
@@ -3417,6 +3498,181 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MemoryUpdated"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_forgets_v1_users__user_id__forgets_get: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetList"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    undo_forget_v1_users__user_id__forgets__forget_id__undo_post: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                forget_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetView"];
                 };
             };
             /** @description no API key, or an unknown one */
