@@ -25,7 +25,7 @@ from strata.models import (
 )
 from strata.recall.context import ContextBuilder, correction_label, heading, line_cost
 from strata.recall.excerpts import Excerpt, share_budget
-from strata.recall.recipes import RecallRecipe
+from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.relative_dates import dated
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem, collapse_copies, dedup
@@ -34,7 +34,7 @@ from strata.stores.lexical import tokenize
 # a sentence's index terms, cached: the same memories come back recall after recall
 sentence_terms = lru_cache(maxsize=16384)(tokenize)
 
-__all__ = ["CONTEXT_BOOST", "LayerCandidates", "WorkingSnapshot", "assemble", "best_of",
+__all__ = ["LayerCandidates", "WorkingSnapshot", "assemble", "best_of",
            "could_pass", "in_context", "memory_context", "select_candidates"]
 
 
@@ -94,7 +94,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     candidates = found.candidates
     corrections = corrections or {}
     ranked, relaxed = select_candidates(candidates, recipe)
-    ranked = in_context(ranked, request.context, request.context_only)
+    ranked = in_context(ranked, request.context, request.context_only, recipe)
     shown = {i.id for i in ranked if i.layer == Layer.KNOWLEDGE}  # their corrections go under them
     under = {c.id for chunk, c in corrections.items() if chunk in shown}
     ranked = [i for i in ranked if i.id not in under or i.layer != Layer.FACTS]
@@ -102,7 +102,7 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     searched = [layer for layer in decision.layers if layer != Layer.WORKING]
     if not ranked and any(layer in LONG_TERM for layer in searched) and not found.degraded:
         ranked, fallback = most_used(), True
-    builder = ContextBuilder(request.budget_tokens)
+    builder = ContextBuilder(request.budget_tokens, recipe)
     if working is not None and Layer.WORKING in decision.layers:
         builder.add_working(working.window, working.summary, working.pinned,
                             working.task_state)
@@ -111,7 +111,8 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     # item from the same turns said, is passed over
     chosen: list[tuple[ScoredItem, str, Excerpt, ScoredItem | None]] = []
     terms = set(tokenize(request.query))
-    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard)[:3 * request.top_k]:
+    for item in dedup(collapse_copies(ranked), recipe.dedup_jaccard)[
+            :recipe.pool_per_item * request.top_k]:
         knowledge = item.layer == Layer.KNOWLEDGE
         correction = corrections.get(item.id) if knowledge else None
         text = item.text if correction is None else (
@@ -161,9 +162,6 @@ def said_by(item: ScoredItem, text: str) -> str:
     return f"{speaker}: {text}"
 
 
-CONTEXT_BOOST = 1.25  # the current context's memories rank as if they scored this much more
-
-
 def memory_context(memory: MemoryItem) -> str | None:
     """The project / business line a memory belongs to: its context, else the project its
     sentence named (a ``project:`` scope tag)."""
@@ -173,37 +171,37 @@ def memory_context(memory: MemoryItem) -> str | None:
     return context_name(tag.split(":", 1)[1]) if tag and tag[8:].strip() else None
 
 
-def in_context(ranked: list[ScoredItem], context: str | None,
-               only: bool = False) -> list[ScoredItem]:
+def in_context(ranked: list[ScoredItem], context: str | None, only: bool = False,
+               recipe: RecallRecipe = DEFAULT) -> list[ScoredItem]:
     """Scored for the current project / business line: its memories score
-    ``CONTEXT_BOOST`` times more, those of no context keep their score, and another
-    context's are capped below the lowest of those, so they never outrank the current one's
-    (``only``: left out). The new scores order the context and decide which of two
-    near-duplicates stays (Java in project X over Python in general)."""
+    ``recipe.context_boost`` times more, those of no context keep their score, and another
+    context's are capped below the lowest of those (× ``recipe.other_context_cap``), so they
+    never outrank the current one's (``only``: left out). The new scores order the context
+    and decide which of two near-duplicates stays (Java in project X over Python in
+    general)."""
     if context is None:
         return ranked
 
     def other(item: ScoredItem) -> bool:
         return item.context is not None and item.context != context
 
-    mine = [i.model_copy(update={"score": i.score * CONTEXT_BOOST}) if i.context == context
+    mine = [i.model_copy(update={"score": i.score * recipe.context_boost}) if i.context == context
             else i for i in ranked if not other(i)]
     floor = min((i.score for i in mine), default=None)
     rest = [] if only else [i if floor is None else i.model_copy(update={
-        "score": min(i.score, floor * 0.99)}) for i in ranked if other(i)]
+        "score": min(i.score, floor * recipe.other_context_cap)}) for i in ranked if other(i)]
     return sorted([*mine, *rest], key=lambda i: i.score, reverse=True)
 
 
-RELAXED = 0.5  # the relaxed pass halves both thresholds (the similarity one down to a floor)
-
-
-def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELAXED) -> bool:
-    """Whether the candidate passes the thresholds (relaxed by ``factor``; for a knowledge
+def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float | None = None) -> bool:
+    """Whether the candidate passes the thresholds (relaxed by ``factor``, by default the
+    recipe's ``relaxed_factor``; for a knowledge
     chunk the similarity threshold never below ``recipe.relaxed_floor``): one that does not
     at the relaxed level can never reach a context. The user's own memories keep the plain
     relaxation: MiniLM scores "I'm allergic to peanuts" against "what should I cook for
     dinner?" 0.13, as low as documentation against "anything?", and that is the memory the
     relaxed pass exists for."""
+    factor = recipe.relaxed_factor if factor is None else factor
     floor = recipe.relaxed_floor if candidate.layer == Layer.KNOWLEDGE else 0.0
     min_similarity = max(recipe.min_similarity * factor, min(recipe.min_similarity, floor))
     return (candidate.score >= recipe.threshold * factor
@@ -213,8 +211,8 @@ def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float = RELA
 def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
             ) -> tuple[list[ScoredItem], bool]:
     """Relevant enough (similarity) and above the score threshold; if nothing passes,
-    relax both once (halved), keeping the similarity floor: a query that matches nothing
-    ("anything?") recalls nothing rather than the least unrelated chunks."""
+    relax both once (× ``relaxed_factor``), keeping the similarity floor: a query that
+    matches nothing ("anything?") recalls nothing rather than the least unrelated chunks."""
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def passing(factor: float) -> list[ScoredItem]:
@@ -223,4 +221,4 @@ def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe
     passed = passing(1.0)
     if passed or not ranked:
         return passed, False
-    return passing(RELAXED), True
+    return passing(recipe.relaxed_factor), True

@@ -15,15 +15,14 @@ from typing import Any
 
 from strata.extract.pii import redact
 from strata.models import Layer, Turn
+from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.relative_dates import short_date
 from strata.recall.scoring import ScoredItem
 from strata.tokens import count_tokens
 
-__all__ = ["SUMMARY_SHARE", "WORKING_SHARE", "ContextBuilder", "correction_label", "heading",
+__all__ = ["ContextBuilder", "correction_label", "heading",
            "label", "line_cost"]
 
-WORKING_SHARE = 0.6  # working memory may use at most this share of the budget
-SUMMARY_SHARE = 0.4  # the rolling summary may use at most this share of working memory's
 HEADERS = {"working": "## Working memory", "long_term": "## Long-term memory",
            "knowledge": "## Knowledge base"}
 
@@ -75,10 +74,13 @@ def line_cost(line: str) -> int:
 
 
 class ContextBuilder:
-    """Adds lines block by block while the whole context stays within the budget."""
+    """Adds lines block by block while the whole context stays within the budget (working
+    memory within the recipe's ``working_share`` of it, its summary within ``summary_share``
+    of that)."""
 
-    def __init__(self, budget_tokens: int) -> None:
+    def __init__(self, budget_tokens: int, recipe: RecallRecipe = DEFAULT) -> None:
         self.budget = budget_tokens
+        self._working_share, self._summary_share = recipe.working_share, recipe.summary_share
         self._blocks: dict[str, list[str]] = {k: [] for k in HEADERS}
         self.included: list[ScoredItem] = []
         # the tokens of the rendered context, counted part by part (each line and header
@@ -120,7 +122,7 @@ class ContextBuilder:
     def add_working(self, window: Sequence[Turn], summary: str, pinned: Sequence[Turn],
                     task_state: dict[str, Any]) -> None:
         """Newest turns first get the space; they are rendered in chronological order."""
-        limit = int(self.budget * WORKING_SHARE)
+        limit = int(self.budget * self._working_share)
         in_window = {t.turn_id for t in window}
         goal = {k: v for k, v in task_state.items() if v not in (None, [], {}, "")}
         if goal:
@@ -130,7 +132,7 @@ class ContextBuilder:
                 self.add("working", f"[pinned {_date(turn.created_at)}] "
                          f"{redact(turn.content)}", limit=limit)
         if summary:  # what the window no longer holds: kept, trimmed to its share
-            line = _trimmed(f"[summary] {redact(summary)}", int(limit * SUMMARY_SHARE))
+            line = _trimmed(f"[summary] {redact(summary)}", int(limit * self._summary_share))
             if line:
                 self.add("working", line, limit=limit)
         kept: list[tuple[Turn, str, str]] = []

@@ -1,89 +1,158 @@
-"""Named recall recipes: search configuration as data, so alternatives compare by name."""
+"""Named recall recipes: search configuration as data, so alternatives compare by name.
+
+``RecallRecipe`` is the one table of ranking parameters: every figure the ranking uses is a
+field here, with what it does and where its value came from (``json_schema_extra["source"]``:
+a leave-one-conversation-out result on LoCoMo dev and its section of docs/benchmarks.md, or
+"chosen by hand"). ``python -m strata.recall.parameters --write docs/ranking-parameters.md``
+renders it, per-profile overrides included; a unit test keeps that page equal to the code.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from strata.models import Layer, MemoryKind
 
-__all__ = ["DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
+__all__ = ["BY_HAND", "DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
            "TURNS_ONLY", "RecallRecipe"]
+
+BY_HAND = "chosen by hand"
+_LOO = "leave-one-conversation-out on LoCoMo dev"
+_DOC = "docs/benchmarks.md#"
+_SWEEP = (f"{_LOO}, 2026-12-01: one step either side of the default, no fold's choice beat it "
+          f"held out; kept ({_DOC}late-interaction-over-the-querys-content-words-and-a-weight"
+          "-sweep-that-finds-nothing-20-14-2026-12-01-afternoon)")
+_TURNS_THAT_ASK = f"{_DOC}names-out-of-the-dense-query-and-turns-that-ask-20-2026-12-01-evening"
+_RELATIVE_DATES = (f"{_DOC}relative-dates-in-the-context-and-four-ranking-ideas-that-do-not-"
+                   "help-20-2026-12-01-night")
+
+
+def _param(default: Any, what: str, source: str = BY_HAND, **constraints: Any) -> Any:
+    """A ranking parameter: its default, what it does, where the value came from."""
+    extra: dict[str, Any] = {"source": source}
+    if callable(default):
+        return Field(default_factory=default, description=what, json_schema_extra=extra,
+                     **constraints)
+    return Field(default=default, description=what, json_schema_extra=extra, **constraints)
 
 
 class RecallRecipe(BaseModel):
-    """Weights and knobs of one way of recalling (defaults from the seeds)."""
+    """The ranking parameters of one way of recalling (see the module's docstring)."""
 
     model_config = {"frozen": True}
 
     name: str
-    search: str = Field(default="hybrid", pattern="^(hybrid|dense|lexical)$")
-    candidates_per_layer: int = 30
-    layer_weights: dict[Layer, float] = Field(default_factory=lambda: {
+    # -- candidates (strata.recall.service) -------------------------------------------------
+    search: str = _param("hybrid", "how each layer is searched: hybrid (dense + BM25), dense "
+                         "or lexical", pattern="^(hybrid|dense|lexical)$")
+    candidates_per_layer: int = _param(30, "the candidates each layer's search returns")
+    period_candidates: int = _param(
+        30, "a query that names a date also searches the turns said then, this many per date "
+        "(the time boost can only lift a turn that is a candidate)",
+        f"{_LOO}, 2026-12-02: four folds of five chose 30, held-out R@10 0.850 "
+        f"({_DOC}turns-said-on-the-date-a-question-names-20-2026-12-02-late-morning)", ge=0)
+    max_dates: int = _param(4, "the dates of one query whose turns are searched (a search "
+                            "each: bounded)", ge=0)
+    # -- fusion score (strata.recall.scoring) ----------------------------------------------
+    layer_weights: dict[Layer, float] = _param(lambda: {
         Layer.WORKING: 1.2, Layer.FACTS: 0.8, Layer.EPISODES: 0.8, Layer.PROCEDURES: 0.8,
-        Layer.KNOWLEDGE: 1.0})
-    w_similarity: float = 0.5
-    w_decay: float = 0.2
-    w_confidence: float = 0.2
-    w_type: float = 0.1
-    dense_share: float = 0.5  # similarity = dense_share·cosine + (1-dense_share)·lexical
-    bm25_half: float = 10.0  # the BM25 score that counts as a half match
-    # by a memory's kind, "knowledge" for a knowledge chunk
-    type_priority: dict[str, float] = Field(default_factory=lambda: {
+        Layer.KNOWLEDGE: 1.0}, "a layer's candidates' scores × this")
+    w_similarity: float = _param(0.5, "weight of the similarity in the fusion score")
+    w_decay: float = _param(0.2, "weight of the time decay in the fusion score")
+    w_confidence: float = _param(0.2, "weight of the memory's confidence in the fusion score")
+    w_type: float = _param(0.1, "weight of the type priority in the fusion score")
+    dense_share: float = _param(0.5, "similarity = dense_share·cosine + (1 - dense_share)·"
+                                "saturated BM25 (when not scored token by token)")
+    bm25_half: float = _param(10.0, "the BM25 score that counts as a half match (BM25 "
+                              "saturated to 0–1)")
+    type_priority: dict[str, float] = _param(lambda: {
         MemoryKind.FACT: 1.0, MemoryKind.PROCEDURE: 0.9, Layer.KNOWLEDGE: 0.8,
-        MemoryKind.EPISODE: 0.6})
-    half_life_days: dict[Layer, float] = Field(default_factory=lambda: {
-        Layer.FACTS: 30.0, Layer.EPISODES: 7.0})
-    # time decay counts from when a memory happened (its event time), down to this floor
-    decay_floor: float = Field(default=0.5, ge=0.0, le=1.0)
-    threshold: float = 0.3
-    # below this (the strongest of cosine, saturated BM25 and the mix) a candidate is
-    # unrelated, whatever its recency
-    min_similarity: float = 0.2
-    # the floor of the relaxed pass for knowledge chunks (strata.recall.service.could_pass):
-    # relaxing halves min_similarity, but never below this — MiniLM gives unrelated text
-    # ("anything?" against a documentation chunk) a cosine of 0.0–0.13, a weak real match
-    # 0.18 or more
-    relaxed_floor: float = Field(default=0.15, ge=0.0, le=1.0)
-    dedup_jaccard: float = 0.8
-    # episodes at two granularities (strata.recall.granularity); exchange_weight 0: turns only
-    exchange_weight: float = Field(default=0.7, ge=0.0, le=1.0)
-    session_weight: float = Field(default=0.5, ge=0.0)
-    neighbour_ratio: float = Field(default=0.8, ge=0.0)  # > 1: never merge neighbours
-    speaker_boost: float = Field(default=0.2, ge=0.0)  # the turns of the person asked about
-    # turns said on a date the query names, or (time_mentions) speaking of one ("last week",
-    # said on 2 July, is in June; strata.recall.relative_dates); the boost chosen by
-    # leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
-    time_boost: float = Field(default=0.4, ge=0.0)
-    time_mentions: bool = True
-    # a query that names a date also searches the turns said then, this many per date
-    # (strata.recall.service): the time boost can only lift a turn that is a candidate;
-    # chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md)
-    period_candidates: int = Field(default=30, ge=0)
-    # a turn that holds the kind of answer the query asks for (a number, a time, a place, a
-    # name, a person; strata.recall.answer_types); chosen by leave-one-conversation-out on
-    # LoCoMo dev (docs/benchmarks.md)
-    answer_boost: float = Field(default=0.15, ge=0.0)
-    coverage_weight: float = Field(default=0.05, ge=0.0)  # the share of query terms matched
-    # subtracted × the share of a turn's words that are in questions (it asks, not tells;
-    # chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)
-    question_penalty: float = Field(default=0.05, ge=0.0)
-    # when both neighbours of a turn are close enough to merge, the one it is merged with:
-    # 1 the one after it (what answered or followed it), -1 the one before, 0 the more
-    # relevant (chosen by leave-one-conversation-out on LoCoMo dev, docs/benchmarks.md)
-    neighbour_side: int = Field(default=1, ge=-1, le=1)
-    # episodes: similarity = late_share·MaxSim + (1-late_share)·BM25 when the embedder gives
-    # token vectors (strata.recall.late); 0: the pooled cosine with dense_share
-    late_share: float = Field(default=0.8, ge=0.0, le=1.0)
-    late_candidates: int = Field(default=20, ge=1)  # the turns re-scored token by token
-    # the optional LLM path (strata.recall.expansion): a candidate found by a statement the
-    # model wrote scores × this, and keeps its best score (1: as if the question had found
-    # it, which floods the context with the model's guesses); chosen by
-    # leave-one-conversation-out on LoCoMo dev with a local 1.5B model (docs/benchmarks.md)
-    expansion_weight: float = Field(default=0.8, ge=0.0, le=1.0)
-    # a scenario profile's layers: the only ones this recipe searches (working memory is
-    # kept when the request has a session); None: whatever the route picks. A request that
-    # names its layers is served as asked.
-    layers: tuple[Layer, ...] | None = None
+        MemoryKind.EPISODE: 0.6}, "the type priority of a memory's kind (knowledge: a "
+        "knowledge chunk)")
+    unknown_type_priority: float = _param(0.5, "the type priority of a kind not listed")
+    inferred_confidence: float = _param(0.5, "an inferred memory's confidence × this (what "
+                                        "the agent inferred ranks below what was stated)",
+                                        ge=0.0, le=1.0)
+    half_life_days: dict[Layer, float] = _param(lambda: {
+        Layer.FACTS: 30.0, Layer.EPISODES: 7.0}, "the time decay's half-life per layer "
+        "(exp(-ln 2 / half-life · days); a layer not listed does not decay)")
+    decay_floor: float = _param(0.5, "time decay counts from when a memory happened (its "
+                                "event time), down to this floor: recency orders similar "
+                                "memories, it does not erase old ones", ge=0.0, le=1.0)
+    # -- episodes: two granularities (strata.recall.granularity) ----------------------------
+    exchange_weight: float = _param(0.7, "a turn's similarity mixes its own (1 - w) with its "
+                                    "best exchange's (w); 0: turns only", _SWEEP,
+                                    ge=0.0, le=1.0)
+    session_weight: float = _param(0.5, "a turn's score is lifted by the best turn of its "
+                                   "session: (turn + s·best) / (1 + s)", _SWEEP, ge=0.0)
+    coverage_weight: float = _param(0.05, "+ this × the share of the query's distinct terms "
+                                    "the turn and its exchange contain", _SWEEP, ge=0.0)
+    speaker_boost: float = _param(
+        0.2, "+ this for the turns of the person the query asks about", BY_HAND + " (0.3 and "
+        f"0.4 measured lower on LoCoMo dev in-sample, 2026-12-01, {_RELATIVE_DATES})", ge=0.0)
+    time_boost: float = _param(
+        0.4, "+ this for a turn said on a date the query names (or speaking of one, with "
+        "time_mentions)", f"{_LOO}, 2026-12-01 ({_RELATIVE_DATES})", ge=0.0)
+    time_mentions: bool = _param(
+        True, "the time boost also lifts a turn that speaks of a day in the named period "
+        "(\"last week\", said on 2 July, is in June)", f"{_LOO}, 2026-12-01 ({_RELATIVE_DATES})")
+    answer_boost: float = _param(
+        0.15, "+ this for a turn that holds the kind of answer the query asks for (a number, "
+        "a time, a place, a name, a person)", f"{_LOO}, 2026-12-02: every fold chose 0.15 "
+        f"({_DOC}turns-that-hold-the-kind-of-answer-asked-for-20-2026-12-02-morning)", ge=0.0)
+    question_penalty: float = _param(
+        0.05, "− this × the share of a turn's words that are in questions (it asks, not "
+        "tells)", f"{_LOO}, 2026-12-01: every fold chose 0.05 ({_TURNS_THAT_ASK})", ge=0.0)
+    neighbour_ratio: float = _param(
+        0.8, "a turn is merged with an exchange partner that scores at least this × its own "
+        "score (> 1: never merge)", _SWEEP, ge=0.0)
+    neighbour_side: int = _param(
+        1, "when both neighbours could merge, the one taken: 1 the one after (what answered "
+        "it), -1 the one before, 0 the more relevant", f"{_LOO}, 2026-12-01 "
+        f"({_TURNS_THAT_ASK})", ge=-1, le=1)
+    # -- late interaction (strata.recall.late) ----------------------------------------------
+    late_share: float = _param(0.8, "episodes: similarity = late_share·MaxSim + (1 - "
+                               "late_share)·BM25 when token vectors exist; 0: pooled cosine",
+                               _SWEEP, ge=0.0, le=1.0)
+    late_candidates: int = _param(20, "the best turns re-scored token by token (the others "
+                                  "are dropped)", _SWEEP, ge=1)
+    # -- the optional LLM path (strata.recall.expansion) ------------------------------------
+    expansion_weight: float = _param(
+        0.8, "a candidate found by a statement the model wrote scores × this and keeps its "
+        "best score (1 floods the context with the model's guesses)", f"{_LOO}, 2026-12-02, "
+        "with a local 1.5B model: every fold chose 0.8 "
+        f"({_DOC}recalls-optional-llm-path-measured-with-a-local-model-20-2026-12-02-night)",
+        ge=0.0, le=1.0)
+    # -- selection and assembly (strata.recall.assembly, strata.recall.context) -------------
+    threshold: float = _param(0.3, "a candidate's score must reach this")
+    min_similarity: float = _param(0.2, "below this (the strongest of cosine, saturated BM25 "
+                                   "and the mix) a candidate is unrelated, whatever its "
+                                   "recency")
+    relaxed_factor: float = _param(0.5, "when nothing passes, both thresholds × this, once",
+                                   ge=0.0, le=1.0)
+    relaxed_floor: float = _param(
+        0.15, "a knowledge chunk's relaxed similarity threshold never goes below this (MiniLM "
+        "gives unrelated text a cosine of 0.0–0.13, a weak real match 0.18 or more)",
+        ge=0.0, le=1.0)
+    dedup_jaccard: float = _param(0.8, "two candidates whose words overlap this much (Jaccard) "
+                                  "are one: the better scored is kept")
+    pool_per_item: int = _param(3, "the best top_k × this candidates are offered to the "
+                                "budget (an item that cannot fit is passed over)", ge=1)
+    context_boost: float = _param(1.25, "the current project's / business line's memories "
+                                  "score × this", ge=1.0)
+    other_context_cap: float = _param(0.99, "another context's memories are capped at this × "
+                                      "the lowest score of the current one's, so never outrank "
+                                      "them", ge=0.0, le=1.0)
+    working_share: float = _param(0.6, "working memory may use at most this share of the "
+                                  "budget", ge=0.0, le=1.0)
+    summary_share: float = _param(0.4, "the rolling summary may use at most this share of "
+                                  "working memory's", ge=0.0, le=1.0)
+    # -- scenario profiles ------------------------------------------------------------------
+    layers: tuple[Layer, ...] | None = _param(
+        None, "a scenario profile's layers: the only ones it searches (working memory is kept "
+        "when the request has a session); none: whatever the route picks")
     description: str = ""
 
 

@@ -77,8 +77,8 @@ def score_hits(layer: Layer, kind: str, hits: Sequence[SearchHit], items: Sequen
                              recipe.half_life_days.get(layer), recipe.decay_floor)
         confidence = item.confidence if item.confidence is not None else 1.0
         if item.source == Source.INFERRED.value:
-            confidence *= 0.5
-        type_priority = recipe.type_priority.get(kind, 0.5)
+            confidence *= recipe.inferred_confidence
+        type_priority = recipe.type_priority.get(kind, recipe.unknown_type_priority)
         memory_weight = hit.record.payload.get("weight", 1.0)
         score = weight * float(memory_weight) * (
             recipe.w_similarity * match + recipe.w_decay * decay

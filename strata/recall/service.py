@@ -80,9 +80,6 @@ def _keyword_match(record: StoredRecord, query: str) -> bool:
     return any(k and k.lower() in lowered for k in keywords)
 
 
-MAX_DATES = 4  # the dates of one query whose turns are searched (``_said_then``)
-
-
 class RecallService:
     """Builds the recalled context for one query of one user."""
 
@@ -146,7 +143,7 @@ class RecallService:
         if recipe.period_candidates <= 0 or recipe.time_boost <= 0:
             return []
         out: list[SearchHit] = []
-        for period in mentioned_periods(query)[:MAX_DATES]:  # a search each: bounded
+        for period in mentioned_periods(query)[:recipe.max_dates]:  # a search each: bounded
             span = period.span()
             if span is None:
                 continue

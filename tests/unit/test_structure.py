@@ -1,6 +1,7 @@
 """The codebase's shape, checked (#19): no import cycles among the product packages, no
 module over ~400 lines without the reason written at its top, ``strata/`` never imports Ray,
-and no test patches a constructor."""
+no test patches a constructor, and ranking figures stay in the parameter table
+(``strata.recall.recipes``)."""
 
 from __future__ import annotations
 
@@ -130,3 +131,50 @@ def test_no_test_patches_a_constructor() -> None:
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
                  if p.name != Path(__file__).name and _CONSTRUCTOR_PATCH.search(p.read_text())]
     assert not offenders
+
+
+# non-ranking limits that may stay module constants in strata/recall (a ranking figure goes
+# into strata.recall.recipes.RecallRecipe, the one table of ranking parameters)
+RECALL_LIMITS = {
+    "strata.recall.expansion.MAX_STATEMENT_CHARS",  # the LLM's statements cut to this length
+    "strata.recall.late.MAX_STORED_TOKENS",  # token vectors kept per memory, at write time
+}
+
+
+def _module_figures(path: Path) -> list[tuple[str, int, bool]]:
+    """Module-level assignments holding a number: (name, line, holds a float literal)."""
+    out = []
+    for node in ast.parse(path.read_text()).body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        numbers = [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)
+                   and isinstance(c.value, int | float) and not isinstance(c.value, bool)]
+        bare_int = isinstance(node.value, ast.Constant) and bool(numbers)
+        if any(isinstance(n, float) for n in numbers) or bare_int:
+            out += [(name, node.lineno, any(isinstance(n, float) for n in numbers))
+                    for name in names]
+    return out
+
+
+def test_ranking_figures_live_in_the_parameter_table() -> None:
+    """No module of ``strata/recall`` but the table (``recipes``) binds a float at module
+    level, nor a bare number constant outside ``RECALL_LIMITS``: a weight, a boost or a
+    share is a ``RecallRecipe`` field with its description and source."""
+    offenders = []
+    for path in sorted((ROOT / "strata" / "recall").glob("*.py")):
+        if path.name == "recipes.py":
+            continue
+        module = f"strata.recall.{path.stem}"
+        for name, line, is_float in _module_figures(path):
+            if is_float or f"{module}.{name}" not in RECALL_LIMITS:
+                offenders.append(f"{module}:{line} {name}")
+    assert not offenders, offenders
+
+
+def test_the_figures_check_sees_a_module_constant(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("BOOST = 1.25\nLIMIT = 4\nWEIGHTS = {'a': 0.5}\ncache = f(maxsize=16)\n")
+    assert _module_figures(path) == [("BOOST", 1, True), ("LIMIT", 2, False),
+                                     ("WEIGHTS", 3, True)]

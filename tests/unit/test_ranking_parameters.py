@@ -1,0 +1,89 @@
+"""The table of ranking parameters: every field says what it does and where its value came
+from, the committed page is what the code generates, and docs/architecture.md's recall
+section quotes no figure the table does not hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from strata.recall.parameters import RANKING_FIELDS, figures, main, render, value_text
+from strata.recall.recipes import BY_HAND, DEFAULT, RECIPES, RecallRecipe
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _recall_section() -> str:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    start = text.index("## Recall (`strata/recall/`)")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_every_parameter_says_what_it_does_and_where_its_value_came_from() -> None:
+    for name in RANKING_FIELDS:
+        field = RecallRecipe.model_fields[name]
+        assert field.description, name
+        extra = field.json_schema_extra
+        assert isinstance(extra, dict), name
+        source = str(extra.get("source", ""))
+        # a measured choice names its section of docs/benchmarks.md; anything else is by hand
+        assert source.startswith(BY_HAND) or (
+            "leave-one-conversation-out on LoCoMo dev, 2026-" in source
+            and "docs/benchmarks.md#" in source), (name, source)
+
+
+def test_every_cited_benchmark_section_exists() -> None:
+    headings = [line[3:].strip() for line in (DOCS / "benchmarks.md").read_text(
+        encoding="utf-8").splitlines() if line.startswith("## ")]
+    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    for name in RANKING_FIELDS:
+        extra = RecallRecipe.model_fields[name].json_schema_extra
+        assert isinstance(extra, dict)
+        for anchor in re.findall(r"docs/benchmarks\.md#([\w-]+)", str(extra["source"])):
+            assert anchor in anchors, (name, anchor)
+
+
+def test_the_committed_page_is_what_the_code_generates() -> None:
+    committed = (DOCS / "ranking-parameters.md").read_text(encoding="utf-8")
+    assert committed == render(), (
+        "docs/ranking-parameters.md is stale: run "
+        "python -m strata.recall.parameters --write docs/ranking-parameters.md")
+
+
+def test_the_page_shows_each_profiles_overrides() -> None:
+    page = render()
+    row = next(line for line in page.splitlines() if line.startswith("| `half_life_days` |"))
+    assert value_text(RECIPES["advisor"].half_life_days) in row  # advisor: 90 / 14 days
+    row = next(line for line in page.splitlines() if line.startswith("| `late_share` |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[2:9] == ["", "", "", "0.0", "0.0", "0.0", "0.0"]  # dense lexical turns pooled
+
+
+def test_the_check_mode_fails_on_a_stale_page(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    assert main(["--write", str(page)]) == 0 and main(["--check", str(page)]) == 0
+    page.write_text(page.read_text(encoding="utf-8").replace("| 0.4 |", "| 0.5 |"))
+    assert main(["--check", str(page)]) == 1
+
+
+def test_the_recall_section_quotes_no_figure_outside_the_table() -> None:
+    section = _recall_section()
+    assert "](ranking-parameters.md)" in section
+    known = set().union(*(figures(r) for r in RECIPES.values()))
+    quoted = {float(x) for x in re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", section)}
+    assert quoted <= known, f"figures not in the table: {sorted(quoted - known)}"
+
+
+@pytest.mark.parametrize("name", ["answer_boost", "period_candidates", "time_boost",
+                                  "late_share", "question_penalty", "speaker_boost"])
+def test_the_recall_section_names_the_parameters_it_describes(name: str) -> None:
+    assert re.search(rf"(?<![\w.]){name}(?!\w)", _recall_section())
+
+
+def test_recipes_are_still_built_by_name_and_field() -> None:
+    custom = RecallRecipe(name="x", time_boost=0.3)
+    assert custom.time_boost == 0.3 and custom.answer_boost == DEFAULT.answer_boost
+    assert RECIPES["hybrid"] is DEFAULT and "store" not in RECIPES
