@@ -21,7 +21,12 @@ from typing import Any
 
 from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent, attribute
-from strata.extract.intent_model import IntentDetector, Utterance, forget_target
+from strata.extract.intent_model import (
+    CombinedIntents,
+    IntentDetector,
+    Utterance,
+    forget_target,
+)
 from strata.extract.intents import is_declaration
 from strata.extract.rules import RuleExtractor, detect_intent, speaker_of
 from strata.extract.worker import WriteSummary
@@ -199,7 +204,10 @@ class ShardMemories:
         read (its target: ``forget_target``), or that a forget is of everything."""
         if self._detector is None:
             return None
-        reading = self._detector().read([Utterance(turn.content, previous)])[0]
+        detector, said = self._detector(), Utterance(turn.content, previous)
+        if isinstance(detector, CombinedIntents) and not detector.could_forget(said):
+            return None  # the model would not read a forget: not run (most turns)
+        reading = detector.read([said])[0]
         if reading.intent != "forget":
             return None
         if reading.scope == "all":
