@@ -32,17 +32,9 @@ __all__ = ["ChatClient", "ChatFailed"]
 M = TypeVar("M", bound=BaseModel)
 
 
-class ChatFailed(Exception):
+class ChatFailed(ProviderFailed):
     """The chat model gave no usable reply; ``status`` is the endpoint's HTTP status when it
     answered with an error (401/403: the key was refused, and that was not retried)."""
-
-    def __init__(self, detail: str, status: int | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-
-    @property
-    def auth(self) -> bool:
-        return self.status in (401, 403)
 
 
 class ChatClient:

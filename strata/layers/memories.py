@@ -24,6 +24,7 @@ from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
 from strata.layers.semantic import FactStore
+from strata.layers.transfer import read_rows
 from strata.models import (
     LONG_TERM,
     Collection,
@@ -336,7 +337,7 @@ class LongTermMemory:
         forgotten: dict[str, float] = {}
         live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
         for collection in (Collection.FACTS, Collection.EPISODES):
-            found = ([(r, 0.0) for r in self.vectors.query(collection, scope, live, 16_384)]
+            found = ([(r, 0.0) for r in read_rows(self.vectors, collection, scope, live)]
                      if vector is None else
                      [(h.record, h.parts.get("dense", 0.0)) for h in self.vectors.search_hybrid(
                          collection, scope, vector, target, 10, live)])

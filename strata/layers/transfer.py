@@ -31,29 +31,36 @@ from strata.models import (
 from strata.portability import ImportCounts
 from strata.stores.ports import Embedder, VectorStore, WriteBatching
 
-__all__ = ["holds_visible", "import_items", "read_scope"]
+__all__ = ["holds_visible", "import_items", "read_rows", "read_scope"]
 
 PAGE = 16_384  # Milvus's largest query limit
 EMBED_BATCH = 256
 
 
 def read_scope(vectors: VectorStore, scope: Scope) -> Iterator[MemoryItem]:
-    """Every memory of ``scope``, facts then episodes then procedures, every status.
-
-    Pages by creation time (a page holds at most ``PAGE`` rows; rows created in the same
-    instant as a page's last are read again and skipped by id)."""
+    """Every memory of ``scope``, facts then episodes then procedures, every status."""
     for collection in (layer.collection for layer in LONG_TERM):
-        seen: set[str] = set()
-        after: float | None = None
-        while True:
-            rows = vectors.query(collection, scope, RecordFilter(created_after=after), PAGE)
-            fresh = [r for r in rows if r.id not in seen]
-            for row in sorted(fresh, key=lambda r: (r.created_at, r.id)):
-                seen.add(row.id)
-                yield from_record(row)
-            if len(rows) < PAGE or not fresh:
-                break
-            after = max(r.created_at for r in rows)
+        yield from map(from_record, read_rows(vectors, collection, scope))
+
+
+def read_rows(vectors: VectorStore, collection: Collection, scope: Scope,
+              flt: RecordFilter | None = None) -> Iterator[StoredRecord]:
+    """Every row of ``scope`` in ``collection`` that ``flt`` keeps, however many: pages by
+    creation time (a page holds at most ``PAGE`` rows; rows created in the same instant as a
+    page's last are read again and skipped by id)."""
+    base = flt or RecordFilter()
+    seen: set[str] = set()
+    after: float | None = base.created_after
+    while True:
+        rows = vectors.query(collection, scope, base.model_copy(update={"created_after": after}),
+                             PAGE)
+        fresh = [r for r in rows if r.id not in seen]
+        for row in sorted(fresh, key=lambda r: (r.created_at, r.id)):
+            seen.add(row.id)
+            yield row
+        if len(rows) < PAGE or not fresh:
+            break
+        after = max(r.created_at for r in rows)
 
 
 def holds_visible(vectors: VectorStore, scope: Scope, viewer: str) -> bool:

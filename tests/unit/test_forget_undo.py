@@ -102,3 +102,15 @@ def test_when_final_the_turns_a_forgotten_memory_was_read_from_leave_the_session
     assert not any("Quokka" in m.text for m in graceful.longterm.list_items(U))
     wal = redis_store.sessions.read(SessionRef(U, "s1"))
     assert not any("Quokka" in str(rec) for _, rec in wal), wal
+
+
+def test_forget_everything_reaches_past_one_query_page(
+        graceful: SessionShardService, monkeypatch: pytest.MonkeyPatch) -> None:
+    from strata.layers import transfer
+    from strata.layers.forget_match import EVERYTHING
+
+    monkeypatch.setattr(transfer, "PAGE", 3)  # a page of 3 rows: 10 memories need 4 pages
+    for i in range(10):
+        graceful.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE, text=f"Event {i}."))
+    hidden = graceful.longterm.forget_matching(U, EVERYTHING)
+    assert len(hidden) == 10 and set(weights(graceful).values()) == {0.0}
