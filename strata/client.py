@@ -157,30 +157,27 @@ def _next_wait(policy: RetryPolicy, retry: int, request: _Request,
     return None
 
 
-def _rate_limited(resp: httpx.Response) -> bool:
-    """A 429 of the rate limit: refused before any work, so any request may be sent again
-    (another 429, such as a full scope's, is final)."""
-    if resp.status_code != 429:
-        return False
+def _error_code(resp: httpx.Response) -> str | None:
+    """The ``error`` of a Strata ``{error, detail}`` body; None for any other body."""
     try:
         body = resp.json()
     except ValueError:
-        return False
-    return isinstance(body, dict) and body.get("error") == errors.RateLimited.code
+        return None
+    code = body.get("error") if isinstance(body, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _rate_limited(resp: httpx.Response) -> bool:
+    """A 429 of the rate limit: refused before any work, so any request may be sent again
+    (another 429, such as a full scope's, is final)."""
+    return resp.status_code == 429 and _error_code(resp) == errors.RateLimited.code
 
 
 def _lost_before_strata(resp: httpx.Response) -> bool:
     """A gateway error, or a 500 that is not Strata's ``{error, detail}``: the request died
     on its way (a proxy whose replica was lost with its node), not in Strata's code."""
-    if resp.status_code in (502, 504):
-        return True
-    if resp.status_code != 500:
-        return False
-    try:
-        body = resp.json()
-    except ValueError:
-        return True
-    return not (isinstance(body, dict) and "error" in body)
+    return resp.status_code in (502, 504) or (resp.status_code == 500
+                                              and _error_code(resp) is None)
 
 
 def _read(resp: httpx.Response, text: bool = False) -> Any:
