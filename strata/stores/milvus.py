@@ -109,6 +109,7 @@ class MilvusVectorStore:
         self._dim: int | None = None
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
+        self._no_sparse: set[str] = set()  # made on a server without BM25: scored here
         self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
         self._deleted: set[Collection] = set()  # collections deleted from since the last purge
         with _milvus_errors("connect"):
@@ -259,6 +260,8 @@ class MilvusVectorStore:
                         logger.warning("collection %s predates stemmed BM25 (no `lexical` "
                                        "field): lexical search reads raw text until it is "
                                        "rebuilt", alias)
+                    if not self._has_field(alias, "sparse"):
+                        self._no_sparse.add(alias)  # made by a 2.3/2.4 server, kept on upgrade
                     # a reopened collection starts released; searches need it loaded
                     self._client.load_collection(alias)
                     continue
@@ -444,7 +447,7 @@ class MilvusVectorStore:
         query = text if self.name(collection) in self._legacy else normalize(text)
         if not query.strip():
             return []
-        if not self._features.bm25_function:
+        if not self._features.bm25_function or self.name(collection) in self._no_sparse:
             return self._scored_here(collection, scope, query, k, flt)
         return self._search(collection, scope, [query], "sparse", k, flt)
 
