@@ -1,6 +1,11 @@
 """The long-term memory of a user as one facade: the memories API, forgetting, reinforcement.
 
 Runs inside the user's session shard (the single writer of that user's long-term memory).
+
+Why this module is long: it is the one facade every write of a user's long-term memory goes
+through — create, edit, delete with what was made from the same words, forget and its undo,
+reinforcement — and those share the lookups across the three collections; split, each part
+would need the others' finding and rewriting of a memory.
 """
 
 from __future__ import annotations
