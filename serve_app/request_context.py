@@ -10,7 +10,7 @@ there is none; two pieces make that Strata's rule:
   which ``strata serve`` sets for the Ray it starts): it drops an invalid header, so Serve
   generates the id and echoes that one, never what the client sent;
 - ``RequestContext`` runs in the ingress replica: it puts the id on every log record of
-  the process (``record.request_id``, from a context variable) and on the request's span
+  the process (``record.strata_request_id``, from a context variable) and on the request's span
   (``strata.tracing``: ``HTTP <method> <route>``, the parent of the request's other spans),
   and sets the response header itself only when it chose an id the request did not carry
   (no proxy in front: a test, or a proxy without the callback).
@@ -115,15 +115,17 @@ def proxy_middlewares() -> list[Middleware]:
 
 
 def install_log_records() -> None:
-    """Give every log record of this process a ``request_id`` attribute (``-`` outside a
-    request), for a log format's ``%(request_id)s``. Idempotent."""
+    """Give every log record of this process a ``strata_request_id`` attribute (``-``
+    outside a request), for a log format's ``%(strata_request_id)s``. Idempotent. Not
+    ``request_id``: Ray Serve passes that in ``extra`` of its access log, and a record that
+    already has an attribute ``extra`` names is refused (``KeyError``)."""
     previous = logging.getLogRecordFactory()
     if getattr(previous, "strata_request_ids", False):
         return
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        record.request_id = _request_id.get() or "-"
+        record.strata_request_id = _request_id.get() or "-"
         return record
 
     factory.strata_request_ids = True  # type: ignore[attr-defined]

@@ -59,7 +59,7 @@ class IngressState:
     def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
         self._settings = Settings(**settings)
         tracing.configure(self._settings, "ingress")
-        install_log_records()  # record.request_id on this replica's log records
+        install_log_records()  # record.strata_request_id on this replica's log records
         self.max_body_bytes = self._settings.max_body_bytes
         self._embedder = embedder
         self._namespace = namespace

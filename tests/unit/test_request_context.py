@@ -95,9 +95,12 @@ def test_log_records_carry_the_id(client: TestClient, log_records: None,
     with caplog.at_level(logging.WARNING, logger="tests.request_context"):
         client.get("/v1/echo", headers={"X-Request-ID": "client-8"})
         logger.warning("outside a request")
-    inside, outside = caplog.records
-    assert inside.request_id == "client-8"  # type: ignore[attr-defined]
-    assert outside.request_id == "-"  # type: ignore[attr-defined]
+        # Ray Serve's access log names request_id in extra: no clash with Strata's attribute
+        logger.warning("serve's access log", extra={"request_id": "serve-1"})
+    inside, outside, serve = caplog.records
+    assert inside.strata_request_id == "client-8"  # type: ignore[attr-defined]
+    assert outside.strata_request_id == "-"  # type: ignore[attr-defined]
+    assert serve.request_id == "serve-1"  # type: ignore[attr-defined]
 
 
 def test_the_request_span_names_route_status_and_id(client: TestClient) -> None:
