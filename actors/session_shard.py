@@ -76,8 +76,8 @@ class SessionShard(SessionShardService):
     def _warm(self) -> None:
         """Load now, in the background, what the first turns would otherwise wait for:
         jieba's dictionary and, when the model is the shard's own, the long-term memory
-        (its embedding model: ~15 s on 2 cores, which the first batch of turns with an
-        explicit "remember" used to wait). A failure only means the first use loads it."""
+        (its embedding model: ~15 s on 2 cores, which the first turn with an explicit
+        "remember" would otherwise wait for). A failure only means the first use loads it."""
         try:
             lexical.warm()
             if self._settings.shard_embedding == "own":

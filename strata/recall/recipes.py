@@ -162,8 +162,8 @@ LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0, l
 TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
                           neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
 POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
-# Scenario profiles (seed 002's last section: the hard part is the layer weights of the
-# business scenario; some need no long-term episodes at all). Chosen per request (``recipe``),
+# Scenario profiles: what differs between business scenarios is mostly the layer weights,
+# and some need no long-term episodes at all. Chosen per request (``recipe``),
 # per API key or per tenant (STRATA_API_KEYS' "recipe", STRATA_TENANT_RECIPES).
 QA = RecallRecipe(
     name="qa", layers=(Layer.WORKING, Layer.PROCEDURES, Layer.KNOWLEDGE),
