@@ -258,6 +258,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--load-level", type=int, default=8,
                    help="requests in flight writing the synthetic users")
     p.add_argument("--drain-timeout-s", type=float, default=3600.0)
+    p.add_argument("--quiet-cores", type=float, default=0.0,
+                   help="before recall, wait until the server started here uses less CPU "
+                        "than this (its milvus-lite indexes the bulk load in the background)")
+    p.add_argument("--quiet-timeout-s", type=float, default=900.0)
     p.add_argument("--no-mem0", action="store_true")
     p.add_argument("--url", default=None, help="a running Strata instead of starting one")
     p.add_argument("--key", default="dev")
