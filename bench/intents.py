@@ -9,6 +9,9 @@ Prints precision and recall per intent and language, and the added cost per turn
 
     .venv/bin/python bench/intents.py            # the held-out table (and LOWO on DEV)
     .venv/bin/python bench/intents.py --dev-only # leave-one-writer-out inside DEV only
+    # and the LLM detector beside them (strata.extract.llm_intents; bench/local_llm.py serves
+    # one), on the first N held-out rows of each intent x language (every column, same rows)
+    .venv/bin/python bench/intents.py --llm-url http://127.0.0.1:18089/v1 --llm-limit 10
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from strata.chat import ChatClient
 from strata.extract.intent_model import (
     FORGET_CUE,
     INTENTS,
@@ -31,6 +36,7 @@ from strata.extract.intent_model import (
     RuleIntents,
     Utterance,
 )
+from strata.extract.llm_intents import LLMIntents
 
 CORPUS = (Path(__file__).parents[1] / "strata" / "extract" / "intent_corpus",
           Path(__file__).parents[1] / "tests" / "data" / "intents")
@@ -134,12 +140,67 @@ def conversation_turns(folder: Path) -> list[Utterance]:
     return out
 
 
+def stratified(rows: Sequence[dict[str, Any]], per_cell: int | None) -> list[dict[str, Any]]:
+    """The first ``per_cell`` rows (in corpus order) of each intent x language; all: None."""
+    if per_cell is None:
+        return list(rows)
+    taken: Counter[tuple[str, str]] = Counter()
+    out = []
+    for row in rows:
+        cell = (row["intent"], row["lang"])
+        if taken[cell] < per_cell:
+            taken[cell] += 1
+            out.append(row)
+    return out
+
+
+def llm_column(args: argparse.Namespace, train: Sequence[dict[str, Any]],
+               test: Sequence[dict[str, Any]]) -> None:
+    """Every detector, the LLM's among them, on the same (stratified) held-out rows; the
+    LLM's cost per turn (one call a turn) and how often the rules answered for it."""
+    subset = stratified(test, args.llm_limit)
+    print(f"\n## HELD-OUT writers with the LLM detector ({args.llm_model} at {args.llm_url}): "
+          f"{len(subset)} rows, the first {args.llm_limit or 'all'} of each intent x lang")
+    llm = LLMIntents(ChatClient(args.llm_url, "", args.llm_model, args.llm_timeout_s))
+    predicted = run(train, subset)
+    timings: list[float] = []
+    readings = []
+    for i, u in enumerate(utterances(subset), 1):
+        started = time.perf_counter()
+        readings.extend(llm.read([u]))
+        timings.append((time.perf_counter() - started) * 1000)
+        if i % 20 == 0 or i == len(subset):
+            print(f"  llm: {i}/{len(subset)} turns, {sum(timings) / 1000:.0f} s so far",
+                  file=sys.stderr, flush=True)
+    predicted["llm"] = [r.intent for r in readings]
+    print(table({name: scores(subset, p) for name, p in predicted.items()}))
+    hard = [i for i, r in enumerate(subset) if r.get("hard_negative") and r["intent"] != "forget"]
+    print(f"\nhard negatives in the subset read as forget (of {len(hard)}): " + ", ".join(
+        f"{name} {sum(p[i] == 'forget' for i in hard)}" for name, p in predicted.items()))
+    forgets = [(r, o) for r, o in zip(subset, readings, strict=True)
+               if r["intent"] == "forget" and o.intent == "forget" and o.by == "llm"]
+    said_all = [r for r, o in forgets if o.scope == "all"]
+    real_all = [r for r, _ in forgets if r.get("scope") == "all"]
+    print(f"llm scope 'all' on forgets it read: said {len(said_all)}, right "
+          f"{sum(r.get('scope') == 'all' for r in said_all)}, of {len(real_all)} real")
+    timings.sort()
+    print(f"llm cost per turn (ms, one call a turn, {len(timings)} turns): p50 "
+          f"{statistics.median(timings):.0f}, p95 {timings[int(len(timings) * 0.95)]:.0f}, "
+          f"total {sum(timings) / 1000:.0f} s; fallbacks to the rules {llm.fallbacks} of "
+          f"{llm.calls}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dev-only", action="store_true")
     parser.add_argument("--conversations", type=Path,
                         default=Path(__file__).parents[2] / "shared" / "data" / "locomo-dev",
                         help="LoCoMo conversations: forgets read in ordinary talk")
+    parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint: add the LLM column")
+    parser.add_argument("--llm-model", default="qwen2.5-coder-1.5b-instruct")
+    parser.add_argument("--llm-limit", type=int,
+                        help="the LLM table on the first N held-out rows of each intent x lang")
+    parser.add_argument("--llm-timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     rows = load()
     print(f"corpus: {len(rows)} rows, {Counter(r['writer'] for r in rows)}")
@@ -164,6 +225,8 @@ def main() -> None:
     print("\n## cost per turn (ms), one turn a call, 300 held-out turns")
     for name, ms in cost_per_turn(train, test[:300]).items():
         print(f"{name}: {ms:.3f}")
+    if args.llm_url:
+        llm_column(args, train, test)
 
 
 if __name__ == "__main__":
