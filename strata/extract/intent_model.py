@@ -39,9 +39,9 @@ from strata.extract.base import Intent
 from strata.extract.intents import detect_intent
 from strata.extract.terms import ordered_terms, terms
 
-__all__ = ["FORGET_CUE", "INTENTS", "TRAINING", "CombinedIntents", "IntentDetector",
+__all__ = ["CONFIRM_CUE", "FORGET_CUE", "INTENTS", "TRAINING", "CombinedIntents", "IntentDetector",
            "IntentReading", "LearnedIntents", "RuleIntents", "TargetSpans", "Utterance",
-           "forget_target", "framing_terms", "packaged_detector", "training_rows"]
+           "confirm_reader", "forget_target", "framing_terms", "packaged_detector", "training_rows"]
 
 logger = logging.getLogger(__name__)
 TRAINING = Path(__file__).parent / "intent_corpus"  # the development writers' rows
@@ -292,6 +292,22 @@ def _cache_dir() -> Path:
 
 
 _BUILDING = threading.Lock()
+
+# an affirmation: what a confirmation of what was said before says, in either language
+# (written from the meaning, not from the corpus); a turn without one is no confirmation
+CONFIRM_CUE = re.compile(
+    r"\b(yes|yep|yeah|yup|right|correct|exactly|indeed|confirmed?|settled|definitely|for sure|"
+    r"that's it|it's official|decided)\b|(对的?|是的|没错|确实|确认|定了|决定了|就是|肯定)",
+    re.IGNORECASE)
+
+
+def confirm_reader(text: str, previous: str | None = None) -> bool:
+    """``RuleExtractor``'s reading of a turn after the user's hedged statement: whether it
+    confirms it — an affirmation (``CONFIRM_CUE``) that the packaged detector reads as
+    ``confirm``."""
+    if not CONFIRM_CUE.search(text):
+        return False
+    return packaged_detector().read([Utterance(text, previous)])[0].intent == "confirm"
 
 
 def packaged_detector() -> IntentDetector:

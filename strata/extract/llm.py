@@ -78,4 +78,8 @@ def make_extractor(settings: Settings) -> Extractor:
         return LLMExtractor(settings.openai_base_url, settings.openai_api_key,
                             settings.openai_chat_model, timeout_s=settings.openai_timeout_s,
                             retry=provider_retry(settings))
+    if settings.intent_detector == "learned":
+        from strata.extract.intent_model import confirm_reader  # scikit-learn: loaded here
+
+        return RuleExtractor(reads_confirm=confirm_reader)
     return RuleExtractor()

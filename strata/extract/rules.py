@@ -8,7 +8,7 @@ parks them in the observation area until they are confirmed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from strata.extract.base import Candidate, Intent
 from strata.extract.fact_rules import key_part, match_facts
@@ -29,7 +29,7 @@ from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
-__all__ = ["RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of",
+__all__ = ["ConfirmReader", "RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of",
            "speaker_prefix", "spoken_by"]
 
 MIN_EPISODE_TOKENS = 6
@@ -122,21 +122,35 @@ def _without_overridden(candidates: list[Candidate]) -> list[Candidate]:
                     and c.value != candidates[last[slot(c)]].value)]
 
 
+ConfirmReader = Callable[[str, str | None], bool]
+"""Whether a user turn confirms the user's turn before it."""
+
+
 class RuleExtractor:
-    """Deterministic, offline extraction of facts, intents and episodes."""
+    """Deterministic, offline extraction of facts, intents and episodes. ``reads_confirm``
+    (``strata.extract.intent_model.confirm_reader``): whether a turn after the user's hedged
+    statement confirms it ("I might move to Berlin" … "yes, it's settled"); a confirmation
+    states the hedged facts as said, which promotes their observation."""
+
+    def __init__(self, reads_confirm: ConfirmReader | None = None) -> None:
+        self._reads_confirm = reads_confirm
 
     def extract(self, turns: Sequence[Turn], previous: str | None = None) -> list[Candidate]:
         """Candidates of the user turns; ``previous``: the user's turn before the first one
         (what a bare "that's no longer relevant" in it refers to)."""
         out: list[Candidate] = []
+        said_by: str | None = None  # who said ``previous`` (the caller's: not known)
         for turn in turns:
             if turn.role is not Role.USER:
                 continue  # the assistant's words and guesses are never user facts
-            out.extend(self._from_turn(turn, previous))
-            previous = turn.content
+            # one person confirms only what that person said (a conversation of several)
+            own = previous if speaker_of(turn) == said_by else None
+            out.extend(self._from_turn(turn, previous, own))
+            previous, said_by = turn.content, speaker_of(turn)
         return _without_overridden(out)
 
-    def _from_turn(self, turn: Turn, previous: str | None = None) -> list[Candidate]:
+    def _from_turn(self, turn: Turn, previous: str | None = None,
+                   own_previous: str | None = None) -> list[Candidate]:
         provenance = Provenance(session_id=turn.session_id, turn_ids=[turn.turn_id])
         intent = detect_intent(turn.content)
         out: list[Candidate] = []
@@ -153,10 +167,25 @@ class RuleExtractor:
             if intent is Intent.FORGET and find_forget(sentence) is not None:
                 continue  # "forget that I live in Boston" states nothing either
             out.extend(self._facts(sentence, intent, provenance, turn))
+        out.extend(self._confirmed(turn, own_previous, provenance, intent))
         if intent is Intent.FORGET:
             return out  # what the user wants forgotten is not recorded again as an event
         has_facts = any(c.kind is MemoryKind.FACT for c in out)
         return out + self._episode(turn, provenance, has_facts=has_facts)
+
+    def _confirmed(self, turn: Turn, previous: str | None, provenance: Provenance,
+                   intent: Intent) -> list[Candidate]:
+        """The facts of ``previous``'s hedged sentences, stated, when ``turn`` confirms them."""
+        if (self._reads_confirm is None or not previous or intent is not Intent.NONE
+                or not is_hedged(previous) or is_question(turn.content)):
+            return []
+        hedged = [s for s in split_sentences(previous) if is_hedged(s)]
+        if not any(match_facts(unhedged(s)) for s in hedged):
+            return []
+        if not self._reads_confirm(turn.content, previous):
+            return []
+        return [c.model_copy(update={"metadata": {**c.metadata, "confirms": turn.turn_id}})
+                for s in hedged for c in self._facts(unhedged(s), Intent.NONE, provenance, turn)]
 
     def _facts(self, sentence: str, intent: Intent, provenance: Provenance,
                turn: Turn) -> list[Candidate]:

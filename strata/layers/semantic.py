@@ -70,9 +70,11 @@ class FactStore:
             raise InvalidInput("a fact needs kind=fact and a key")
         # the writer's lane: another agent's private versions are neither seen nor changed
         lane = candidate.agent or ""
+        statement = f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}"
+        if candidate.metadata.get("confirms"):  # the confirmation of an observation of this
+            statement += f"|confirmed in {candidate.metadata['confirms']}"  # session: its own
         new_id, existing = in_lane(self._vectors, Collection.FACTS, scope, memory_id(
-            scope, candidate.provenance.session_id, MemoryKind.FACT.value,
-            f"{candidate.key}={candidate.value}|{','.join(candidate.scope_tags)}"), lane)
+            scope, candidate.provenance.session_id, MemoryKind.FACT.value, statement), lane)
         if existing is not None:
             return FactWrite(decision=Decision(action=Action.DUPLICATE, affected=[new_id],
                                                reason="this statement was already applied"),

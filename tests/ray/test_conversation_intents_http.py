@@ -1,6 +1,7 @@
-"""Undoing a forget said in conversation, over HTTP, in English and Chinese: what a user's
-"forget …" names is hidden from recall at once, comes back after an undo, and once the grace
-period has passed (a few seconds here) is deleted, its text gone from the server's files."""
+"""What a user says, over HTTP, in English and Chinese: a "forget …" hides what it names at
+once, comes back after an undo, and once the grace period has passed (a few seconds here) is
+deleted, its text gone from the server's files; a hedged statement confirmed in the next
+turn is an active fact after the session's extraction."""
 
 from __future__ import annotations
 
@@ -91,3 +92,24 @@ def test_bad_forget_ids_are_refused_and_unknown_ones_are_not_found(
     missing = http.post(f"/v1/users/nobody/forgets/{'0' * 20}/undo")
     assert missing.status_code == 404 and missing.json()["error"], missing.text
     assert http.get("/v1/users/nobody/forgets").json() == {"forgets": []}
+
+
+CONFIRMED = {
+    "en": ("I might move to Berlin next year.", "Yes, it's settled, we're going.",
+           "location.home", "Berlin"),
+    "zh": ("我好像对花生过敏。", "是的，医生确认了。", "constraint.allergy:花生", "allergic"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(CONFIRMED))
+def test_a_confirmed_hedge_is_an_active_fact(served: tuple[str, Path], lang: str) -> None:
+    url, _ = served
+    hedged, confirmation, key, value = CONFIRMED[lang]
+    user = f"confirm-{lang}"
+    with Client(url, api_key=KEY) as sdk:
+        for role, text in (("user", hedged), ("assistant", "OK."), ("user", confirmation)):
+            sdk.add_turn(f"c-{lang}", user, role, text)
+        assert sdk.close_session(f"c-{lang}", user, wait=True, timeout_s=60)["job"][
+            "status"] == "done"
+        facts = [f for f in sdk.memories(user, kind="fact")["memories"] if f["key"] == key]
+        assert [f["value"] for f in facts if f["status"] == "active"] == [value], facts
