@@ -100,24 +100,7 @@ def normalize(text: str) -> str:
 
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
     """BM25 score of ``query`` against each document, with IDF from ``documents``."""
-    docs = [Counter(tokenize(doc)) for doc in documents]
-    if not docs:
-        return []
-    lengths = [sum(doc.values()) for doc in docs]
-    avg_len = (sum(lengths) / len(docs)) or 1.0
-    n_docs = len(docs)
-    scores = [0.0] * n_docs
-    for term in set(tokenize(query)):
-        df = sum(1 for doc in docs if term in doc)
-        if df == 0:
-            continue
-        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        for i, doc in enumerate(docs):
-            tf = doc.get(term, 0)
-            if tf:
-                norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / avg_len)
-                scores[i] += idf * tf * (BM25_K1 + 1) / norm
-    return scores
+    return bm25_term_scores(tokenize(query), [tokenize(doc) for doc in documents])
 
 
 def bm25_term_scores(query_terms: Sequence[str],
