@@ -26,6 +26,42 @@ from strata.stores.redis_ports import WalEntry
 
 __all__ = ["RedisSessionIndex", "RedisSessionLog"]
 
+# KEYS: the WAL stream, the turn-id set. ARGV: n, n records, n turn ids ('' for none).
+# A turn whose id the set already holds is not written again: a client library that resends
+# a command after a timeout (redis-py does) would otherwise append a turn twice when the
+# first reply, not the write, was lost. Its entry id is found among the newest entries
+# (a resend follows at once; one shard owns a session, so nothing lands in between).
+_APPEND_TURNS = """
+local n = tonumber(ARGV[1])
+local ids, resent, seen = {}, {}, 0
+for i = 1, n do
+  local tid = ARGV[1 + n + i]
+  if tid ~= '' and redis.call('SISMEMBER', KEYS[2], tid) == 1 then
+    ids[i] = ''
+    resent[tid] = i
+    seen = seen + 1
+  else
+    ids[i] = redis.call('XADD', KEYS[1], '*', 'data', ARGV[1 + i])
+    if tid ~= '' then redis.call('SADD', KEYS[2], tid) end
+  end
+end
+if seen > 0 then
+  for _, row in ipairs(redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 4 * n + 16)) do
+    local fields = row[2]
+    for j = 1, #fields, 2 do
+      if fields[j] == 'data' then
+        local ok, record = pcall(cjson.decode, fields[j + 1])
+        if ok and record.op == 'turn' and resent[record.turn.turn_id] then
+          ids[resent[record.turn.turn_id]] = row[1]
+          resent[record.turn.turn_id] = nil
+        end
+      end
+    end
+  end
+end
+return ids
+"""
+
 
 def _turn_id(fields: Mapping[bytes, bytes]) -> str | None:
     """The turn id of a raw WAL entry that records a turn."""
@@ -48,6 +84,7 @@ class RedisSessionLog:
         self._r = conn.client
         self._wait_replicas = wait_replicas
         self._wait_timeout_ms = wait_timeout_ms
+        self._append_turns = self._r.register_script(_APPEND_TURNS)
 
     def append(self, ref: SessionRef, record: Mapping[str, Any]) -> str:
         stream = self._conn.key(keys.wal(ref))
@@ -64,35 +101,45 @@ class RedisSessionLog:
             queue(pipe)
             return list(pipe.execute())
         # WAIT counts the replicas that have this connection's writes, so it must follow
-        # EXEC on the same connection: one non-transactional pipeline holding both
+        # the write on the same connection: one non-transactional pipeline holding both
         pipe = self._r.pipeline(transaction=False)
         pipe.execute_command("MULTI")
         queue(pipe)
         pipe.execute_command("EXEC")
         pipe.wait(self._wait_replicas, self._wait_timeout_ms)
         *_, results, replicas = pipe.execute()
+        self._check_replicas(replicas)
+        return list(results)
+
+    def _check_replicas(self, replicas: Any) -> None:
         if int(replicas) < self._wait_replicas:
             raise QueueStoreError(
                 f"redis wal append reached {replicas} of {self._wait_replicas} replicas in "
                 f"{self._wait_timeout_ms} ms (STRATA_REDIS_WAIT_REPLICAS): on the primary, "
                 "not acknowledged")
-        return list(results)
 
     def append_turns(self, ref: SessionRef, records: Sequence[Mapping[str, Any]],
                      turn_ids: Sequence[str] = ()) -> list[str]:
-        # one MULTI/EXEC round trip: the records and their turn ids land together or not
-        stream = self._conn.key(keys.wal(ref))
-        def queue(pipe: Any) -> None:
-            for record in records:
-                pipe.xadd(stream, {"data": dumps(record)})
-            if turn_ids:
-                # no expiry: a live session's WAL has none; archiving sets both
-                pipe.sadd(self._conn.key(keys.turn_ids(ref)), *turn_ids)
-
+        """One script: the records and their turn ids land together or not at all, and a
+        resent call (its first reply lost) writes nothing twice."""
+        ids = [*turn_ids, *([""] * (len(records) - len(turn_ids)))]
+        script_keys = [self._conn.key(keys.wal(ref)), self._conn.key(keys.turn_ids(ref))]
+        args = [len(records), *(dumps(r) for r in records), *ids]
         with tracing.span("redis.wal_append", ref.scope, session_id=ref.session_id,
                           count=len(records)), redis_errors("wal append"):
-            entries = self._transaction(queue)
-        return [stream_id(e) for e in entries[:len(records)]]
+            if self._wait_replicas:  # the script is atomic: no MULTI needed around it
+                pipe = self._r.pipeline(transaction=False)
+                self._append_turns(keys=script_keys, args=args, client=pipe)
+                pipe.wait(self._wait_replicas, self._wait_timeout_ms)
+                entries, replicas = pipe.execute()
+                self._check_replicas(replicas)
+            else:
+                entries = self._append_turns(keys=script_keys, args=args)
+        wal_ids = [stream_id(e) for e in entries]
+        if "" in wal_ids:  # an earlier write of these turns, too old to find: reload
+            raise QueueStoreError("redis wal append: a turn of this batch is already in the "
+                                  "WAL from an earlier write; the session reloads")
+        return wal_ids
 
     def read(self, ref: SessionRef, after_id: str = "0") -> list[WalEntry]:
         start = f"({after_id}" if after_id != "0" else "-"
