@@ -6,7 +6,7 @@ the store learns this from the server's version before it sends a schema. The st
 checked against milvus-lite on the same rows (BM25 scored here must rank as milvus-lite's
 server-side BM25 does), then the live app in server mode runs a turn → extraction → recall
 → delete → re-embed cycle with shards, extractors and the re-embed job each on a client of
-their own, and no StoreOwner.
+their own, and no StoreOwner, then restarts on the same Redis files and server.
 """
 
 from __future__ import annotations
@@ -214,4 +214,22 @@ def test_a_turn_to_re_embed_cycle_in_server_mode(milvus_server: str, tmp_path: P
             store.close()
         assert "release script" in _recall(http, "how do I deploy?", ["knowledge"])
         assert "pepper" in _recall(http, "what is my dog called?", ["episodes"])
-    assert time.monotonic() - started < 150
+
+    # restart: the same Redis files and the same server; the user is cold and loads from it
+    with (live_app(tmp_path, embedder="hash", hash_dim=64, session_shards=1, extractors=1,
+                   api_keys=KEYS, milvus_uri=milvus_server) as (url, _),
+          httpx.Client(base_url=url, timeout=120) as http):
+        assert "pepper" in _recall(http, "what is my dog called?", ["episodes"])
+        assert "shellfish" not in _recall(http, "what am I allergic to?", ["facts"])
+        assert "release script" in _recall(http, "how do I deploy?", ["knowledge"])
+        listed = _ok(http.get("/v1/users/sam/memories", headers=ACME))["memories"]
+        assert any("pepper" in m["text"].lower() for m in listed), listed
+        assert not any("shellfish" in m["text"].lower() for m in listed), listed
+        # still writable after the restart: a new turn is recalled
+        _ok(http.post("/v1/sessions/s2/turns", headers=ACME,
+                      json={"user_id": "sam", "role": "user",
+                            "content": "My cat Miso sleeps on the piano."}))
+        window = _ok(http.get("/v1/sessions/s2/working-memory", headers=ACME,
+                              params={"user_id": "sam"}))
+        assert "Miso" in str(window)
+    assert time.monotonic() - started < 240
