@@ -1,8 +1,14 @@
-"""Strata's data: pydantic models with no I/O. Stores and services move these around."""
+"""Strata's data: pydantic models with no I/O. Stores and services move these around.
+
+Why this module is long: it is the one vocabulary every layer shares (scopes, memories,
+records, hits and their scores, the recall request and response); split by layer, each
+piece would import the others back.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum, StrEnum
 from typing import Annotated, Any, Literal
@@ -14,7 +20,8 @@ from strata.extract.pii import holds_secret
 __all__ = [
     "LONG_TERM", "SHARED_USER", "AgentName", "Collection", "ContextName", "Layer", "MemoryItem",
     "MemoryKind", "MemoryStatus", "Provenance", "RecallItem", "RecallRequest", "RecallResponse",
-    "RecordFilter", "Role", "Scope", "SearchHit", "Source", "StoredRecord", "Turn", "UtcDatetime",
+    "RecordFilter", "Role", "Scope", "SearchHit", "Source", "StoredRecord", "Turn", "TurnScore",
+    "UtcDatetime",
     "Visibility", "as_utc", "check_agent", "check_id", "check_name", "context_name", "is_visible",
     "utcnow",
 ]
@@ -335,12 +342,37 @@ def is_visible(payload: dict[str, Any], viewer: str) -> bool:
     return visibility == "agents" and bool(viewer) and viewer in (payload.get("shared_with") or [])
 
 
+@dataclass(frozen=True, slots=True)
+class TurnScore:
+    """How the episodes layer's ranking scored one turn (``strata.recall.granularity``):
+    its own similarity, its best exchange's, the share of the query's terms both hold, the
+    best turn of its session, MaxSim when late interaction scored it, and the score it
+    ranks by. ``terms`` are what each ranking stage added (``strata.recall.stages``; a boost
+    that did not apply is absent), in the order they were added."""
+
+    own: float
+    exchange: float
+    coverage: float
+    session: float
+    score: float
+    late: float | None = None
+    terms: tuple[tuple[str, float], ...] = ()
+    merged_with: str | None = None
+
+    def term(self, stage: str) -> float | None:
+        """What the stage added to this turn's score (None: nothing)."""
+        return next((v for s, v in self.terms if s == stage), None)
+
+
 class SearchHit(BaseModel):
-    """A record returned by a search, with its score (higher is better)."""
+    """A record returned by a search, with its score (higher is better). ``parts`` are the
+    store's raw similarities: ``dense`` (cosine) and ``lexical`` (BM25); a turn the
+    episodes' ranking scored carries that ranking in ``turn``."""
 
     record: StoredRecord
     score: float
     parts: dict[str, float] = Field(default_factory=dict)
+    turn: TurnScore | None = None
 
 
 class RecallRequest(BaseModel):

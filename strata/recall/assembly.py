@@ -7,6 +7,7 @@ process); the search that finds them is ``strata.recall.service``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.relative_dates import dated
 from strata.recall.routing import RouteDecision
 from strata.recall.scoring import ScoredItem, collapse_copies, dedup
+from strata.recall.stages import Stage
 from strata.stores.lexical import tokenize
 
 # a sentence's index terms, cached: the same memories come back recall after recall
@@ -64,20 +66,29 @@ class LayerCandidates(BaseModel):
     degraded: bool = False
     statements: list[str] = Field(default_factory=list)  # the LLM's, when it was asked
 
+    def joined(self, other: LayerCandidates) -> LayerCandidates:
+        """These candidates and another search's (other layers: the knowledge base's beside
+        the shard's personal ones), timings of both, degraded if either was."""
+        return LayerCandidates(candidates=[*self.candidates, *other.candidates],
+                               timings_ms={**self.timings_ms, **other.timings_ms},
+                               degraded=self.degraded or other.degraded,
+                               statements=[*self.statements, *other.statements])
+
 
 def best_of(found: LayerCandidates, *more: LayerCandidates,
             weight: float = 1.0) -> LayerCandidates:
     """``found`` with the candidates of further searches of the same layers (the LLM's
     statements, ``strata.recall.expansion``): a candidate any of them found keeps its best
-    score, those of ``more`` × ``weight``, and ``parts["statement"]`` says which statement
-    (1-based) found it when one of them scored best."""
+    score, those of ``more`` × ``weight``, and its breakdown's ``statement`` says which
+    statement (1-based) found it when one of them scored best (the expansion stage)."""
     best = {c.id: c for c in found.candidates}
     for number, other in enumerate(more, 1):
         for candidate in other.candidates:
             score = candidate.score * weight
             if candidate.id not in best or score > best[candidate.id].score:
                 best[candidate.id] = candidate.model_copy(update={
-                    "score": score, "parts": {**candidate.parts, "statement": float(number)}})
+                    "score": score,
+                    "breakdown": replace(candidate.breakdown, statement=number)})
     return found.model_copy(update={
         "candidates": list(best.values()),
         "statements": [*found.statements, *(s for o in more for s in o.statements)],
@@ -94,7 +105,8 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
     candidates = found.candidates
     corrections = corrections or {}
     ranked, relaxed = select_candidates(candidates, recipe)
-    ranked = in_context(ranked, request.context, request.context_only, recipe)
+    if recipe.runs(Stage.PROJECT):
+        ranked = in_context(ranked, request.context, request.context_only, recipe)
     shown = {i.id for i in ranked if i.layer == Layer.KNOWLEDGE}  # their corrections go under them
     under = {c.id for chunk, c in corrections.items() if chunk in shown}
     ranked = [i for i in ranked if i.id not in under or i.layer != Layer.FACTS]
@@ -143,8 +155,10 @@ def assemble(request: RecallRequest, decision: RouteDecision, working: WorkingSn
                  "context_tokens": builder.tokens(),
                  "context": request.context, "agent": request.agent,
                  "statements": found.statements,
-                 "candidates": [c.model_dump(mode="json", include={
-                     "id", "layer", "kind", "text", "score", "parts", "context"})
+                 "stages": [s.value for s in recipe.stages],
+                 "candidates": [{**c.model_dump(mode="json", include={
+                     "id", "layer", "kind", "text", "score", "context"}),
+                     "parts": c.parts, "stages": c.breakdown.by_stage(recipe)}
                      for c in sorted(candidates, key=lambda c: c.score, reverse=True)]}
     return RecallResponse(context=builder.render(), items=items, route=decision.route.value,
                           layers=decision.layers, degraded=found.degraded,
@@ -205,7 +219,7 @@ def could_pass(candidate: ScoredItem, recipe: RecallRecipe, factor: float | None
     floor = recipe.relaxed_floor if candidate.layer == Layer.KNOWLEDGE else 0.0
     min_similarity = max(recipe.min_similarity * factor, min(recipe.min_similarity, floor))
     return (candidate.score >= recipe.threshold * factor
-            and candidate.parts.get("relevance", 0.0) >= min_similarity)
+            and candidate.breakdown.relevance >= min_similarity)
 
 
 def select_candidates(candidates: list[ScoredItem], recipe: RecallRecipe

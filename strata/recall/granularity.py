@@ -1,4 +1,7 @@
-"""Two granularities of one conversation, fused into turn-level recall items.
+"""Two granularities of one conversation, fused into turn-level recall items: the episodes
+layer's stages (``strata.recall.stages``) from ``exchanges`` to ``merge``, each of the
+formula's terms below the stage of the recipe that adds it (a stage the recipe leaves out
+adds nothing). Each hit carries the ranking as a ``TurnScore``.
 
 The episodes layer holds turn-level episodes and exchanges (two neighbouring user turns,
 ``strata.extract.exchanges``). A query is matched against both. Each turn is then scored by
@@ -42,12 +45,14 @@ from functools import lru_cache
 
 from strata.extract.intents import is_question
 from strata.layers.summarize import split_sentences
-from strata.models import SearchHit, StoredRecord
-from strata.recall.answer_types import Answer, asked, holds
+from strata.models import SearchHit, StoredRecord, TurnScore
+from strata.recall.answer_types import Answer, holds
+from strata.recall.answer_types import asked as questioned
 from strata.recall.late import LateScorer, maxsim
 from strata.recall.recipes import RecallRecipe
 from strata.recall.relative_dates import mentions
 from strata.recall.scoring import similarity
+from strata.recall.stages import TURN_TERMS, Stage
 from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.lexical import tokenize
 
@@ -57,22 +62,39 @@ __all__ = ["fuse_granularities", "without_speakers"]
 @dataclass
 class _Unit:
     record: StoredRecord
-    parts: dict[str, float]
+    raw: dict[str, float]  # the store's raw similarities (dense, lexical)
     coverage: float = 0.0
+    late: float | None = None
     own: float = 0.0
     pair: float = 0.0
     pair_coverage: float = 0.0
     final: float = 0.0
+    terms: list[tuple[str, float]] = field(default_factory=list)
     partners: dict[str, int] = field(default_factory=dict)  # exchange partner id → -1 before,
     #                                                          +1 after this turn
+
+    def similarity(self, recipe: RecallRecipe) -> float:
+        return similarity(self.raw.get("dense", 0.0), self.raw.get("lexical", 0.0), recipe,
+                          self.late)
 
 
 @dataclass
 class _Exchange:
     record: StoredRecord
     members: list[str]
-    parts: dict[str, float]
+    raw: dict[str, float]
     coverage: float
+    late: float | None = None
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the query asks, as the ranking's terms read it."""
+
+    about: str | None  # the one speaker it names
+    periods: Sequence[Period]  # the dates it names
+    answer: Answer | None  # the kind of answer it asks for
+    people: Collection[str]  # the conversation's speakers
 
 
 def _session(record: StoredRecord) -> str:
@@ -153,18 +175,47 @@ def _happened_in(record: StoredRecord, periods: Sequence[Period], mentioned: boo
         p.overlaps(m.first, m.last) for m in mentions(record.text, when.date()) for p in periods))
 
 
-def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: str | None,
-          periods: Sequence[Period], answer: Answer | None, people: Collection[str],
+# A ranking term: what a stage adds to a turn's score, None when it does not apply.
+_Term = Callable[[_Unit, _Asked, RecallRecipe], "float | None"]
+
+
+def _coverage_term(unit: _Unit, asked: _Asked, recipe: RecallRecipe) -> float | None:
+    return recipe.coverage_weight * (unit.coverage + unit.pair_coverage)
+
+
+def _speaker_term(unit: _Unit, asked: _Asked, recipe: RecallRecipe) -> float | None:
+    return (recipe.speaker_boost if asked.about and _speaker(unit.record) == asked.about
+            else None)
+
+
+def _time_term(unit: _Unit, asked: _Asked, recipe: RecallRecipe) -> float | None:
+    return (recipe.time_boost if _happened_in(unit.record, asked.periods, recipe.time_mentions)
+            else None)
+
+
+def _answer_term(unit: _Unit, asked: _Asked, recipe: RecallRecipe) -> float | None:
+    return (recipe.answer_boost if asked.answer is not None
+            and holds(asked.answer, unit.record.text, asked.people) else None)
+
+
+TERMS: dict[Stage, _Term] = {Stage.COVERAGE: _coverage_term, Stage.SPEAKER_BOOST: _speaker_term,
+                             Stage.TIME_BOOST: _time_term, Stage.ANSWER_BOOST: _answer_term}
+assert tuple(TERMS) == TURN_TERMS
+
+
+def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked: _Asked,
           recipe: RecallRecipe) -> tuple[list[_Unit], dict[str, float]]:
     """Score every turn (and every exchange none of whose turns is known) by the formula
-    above; returns them with the best turn score of each session."""
+    above, each term the stage of the recipe that adds it; returns them with the best turn
+    score of each session."""
     for unit in units.values():
-        unit.own = similarity(unit.parts, recipe)
+        unit.own = unit.similarity(recipe)
         unit.pair = unit.pair_coverage = 0.0
         unit.partners = {}
     standalone: list[_Unit] = []
     for exchange in exchanges:
-        score = similarity(exchange.parts, recipe)
+        score = similarity(exchange.raw.get("dense", 0.0), exchange.raw.get("lexical", 0.0),
+                           recipe, exchange.late)
         present = [m for m in exchange.members if m in units]
         for m in present:
             units[m].pair = max(units[m].pair, score)
@@ -174,33 +225,41 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked_about: 
             units[first].partners[second] = 1
             units[second].partners[first] = -1
         elif not present:  # its turns have no episodes of their own (short turns)
-            standalone.append(_Unit(exchange.record, exchange.parts, exchange.coverage,
-                                    own=score, pair=score, pair_coverage=exchange.coverage))
-    w, s, c = recipe.exchange_weight, recipe.session_weight, recipe.coverage_weight
+            standalone.append(_Unit(exchange.record, exchange.raw, exchange.coverage,
+                                    exchange.late, own=score, pair=score,
+                                    pair_coverage=exchange.coverage))
+    w, s = recipe.exchange_weight, recipe.session_weight
+    fused = recipe.runs(Stage.EXCHANGES)
+    terms = [(stage, TERMS[stage]) for stage in TURN_TERMS if recipe.runs(stage)]
+    penalty = recipe.runs(Stage.QUESTION_PENALTY)
     everything = [*units.values(), *standalone]
     best: dict[str, float] = {}
     for unit in everything:
-        turn = (1 - w) * unit.own + w * unit.pair + c * (unit.coverage + unit.pair_coverage)
-        if asked_about and _speaker(unit.record) == asked_about:
-            turn += recipe.speaker_boost
-            unit.parts["speaker"] = recipe.speaker_boost
-        if _happened_in(unit.record, periods, recipe.time_mentions):
-            turn += recipe.time_boost
-            unit.parts["time"] = recipe.time_boost
-        if answer is not None and holds(answer, unit.record.text, people):
-            turn += recipe.answer_boost
-            unit.parts["answer"] = recipe.answer_boost
-        unit.final = turn - recipe.question_penalty * asking_share(unit.record.text)
+        turn = (1 - w) * unit.own + w * unit.pair if fused else unit.own
+        unit.terms = []
+        for stage, term in terms:
+            added = term(unit, asked, recipe)
+            if added is not None:
+                turn += added
+                unit.terms.append((stage.value, added))
+        unit.final = turn
+        if penalty:
+            taken = recipe.question_penalty * asking_share(unit.record.text)
+            unit.final = turn - taken
+            unit.terms.append((Stage.QUESTION_PENALTY.value, -taken))
         best[_session(unit.record)] = max(best.get(_session(unit.record), 0.0), turn)
-    for unit in everything:
-        unit.final = (unit.final + s * best[_session(unit.record)]) / (1 + s)
+    if recipe.runs(Stage.SESSION):
+        for unit in everything:
+            lifted = (unit.final + s * best[_session(unit.record)]) / (1 + s)
+            unit.terms.append((Stage.SESSION.value, lifted - unit.final))
+            unit.final = lifted
     return everything, best
 
 
 def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
                   units: dict[str, _Unit], exchanges: Sequence[_Exchange]
                   ) -> tuple[dict[str, _Unit], list[_Exchange]]:
-    """The shortlisted turns and the exchanges that touch them, with a ``late`` part each.
+    """The shortlisted turns and the exchanges that touch them, with their ``late`` MaxSim.
     Every turn is encoded once (the exchanges' partners too); an exchange of two known turns
     is scored as their union, any other exchange is encoded itself."""
     keep = {u.record.id for u in shortlist}
@@ -213,12 +272,12 @@ def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
                   [e.record.text for e in alone])
     per_turn = dict(zip(turns, maxima[:len(turns)], strict=True))
     for turn_id, best in per_turn.items():
-        turns[turn_id].parts["late"] = maxsim(best)
+        turns[turn_id].late = maxsim(best)
     for exchange, best in zip(alone, maxima[len(turns):], strict=True):
-        exchange.parts["late"] = maxsim(best)
+        exchange.late = maxsim(best)
     for exchange in touching:
         if id(exchange) not in encoded:
-            exchange.parts["late"] = maxsim(*(per_turn[m] for m in exchange.members))
+            exchange.late = maxsim(*(per_turn[m] for m in exchange.members))
     return turns, touching
 
 
@@ -238,24 +297,31 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
     people = {p for p in (_speaker(h.record) for h in hits.values()) if p}
     names = {t for name in people for t in tokenize(name)}
     terms = set(tokenize(query)) - names
-    units = {rid: _Unit(h.record, dict(h.parts), _coverage(terms, h.record.text, terms_of))
+    units = {rid: _Unit(h.record, h.parts, _coverage(terms, h.record.text, terms_of))
              for rid, h in hits.items()}
-    exchanges = [_Exchange(h.record, _members(h.record), dict(h.parts),
+    exchanges = [_Exchange(h.record, _members(h.record), h.parts,
                            _coverage(terms, h.record.text, terms_of)) for h in exchange_hits]
-    asked_about = _named_speaker(query, units.values())
-    periods = mentioned_periods(query) if recipe.time_boost > 0 else []
-    answer = asked(query) if recipe.answer_boost > 0 else None
-    everything, best = _rank(units, exchanges, asked_about, periods, answer, people, recipe)
-    if late is not None and recipe.late_share > 0 and everything:
+    asked = _Asked(_named_speaker(query, units.values()),
+                   mentioned_periods(query) if recipe.runs(Stage.TIME_BOOST) else [],
+                   questioned(query) if recipe.runs(Stage.ANSWER_BOOST) else None, people)
+    everything, best = _rank(units, exchanges, asked, recipe)
+    if late is not None and recipe.runs(Stage.LATE_INTERACTION) and everything:
         everything.sort(key=lambda u: u.final, reverse=True)
         shortlist = everything[:recipe.late_candidates]
         units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
-        everything, best = _rank(units, exchanges, asked_about, periods, answer, people,
-                                 recipe)
+        everything, best = _rank(units, exchanges, asked, recipe)
         kept = {u.record.id for u in shortlist}
         everything = [u for u in everything if u.record.id in kept]
         for unit in everything:
             unit.partners = {p: side for p, side in unit.partners.items() if p in kept}
+    return _merged(everything, units, best, recipe)
+
+
+def _merged(everything: list[_Unit], units: dict[str, _Unit], best: dict[str, float],
+            recipe: RecallRecipe) -> list[SearchHit]:
+    """The ranked turns as hits, best first; with the merge stage, a turn and an exchange
+    partner that scores at least ``neighbour_ratio`` of it become one (see the module)."""
+    merging = recipe.runs(Stage.MERGE)
     out: list[SearchHit] = []
     consumed: set[str] = set()
     for unit in sorted(everything, key=lambda u: u.final, reverse=True):
@@ -263,18 +329,25 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
             continue
         consumed.add(unit.record.id)
         record = unit.record
-        free = [units[p] for p in unit.partners if p not in consumed]
-        if recipe.neighbour_side and len(free) == 2 and min(u.final for u in free) >= (
-                recipe.neighbour_ratio * unit.final):  # both close enough: the recipe's side
-            free = [u for u in free if unit.partners[u.record.id] == recipe.neighbour_side]
-        partner = max(free, key=lambda u: u.final, default=None)
-        if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
-            consumed.add(partner.record.id)
-            record = _merge(unit.record, partner.record, unit.partners[partner.record.id])
-        parts = {**unit.parts, "similarity": unit.final, "turn": unit.own,
-                 "exchange": unit.pair, "session": best[_session(unit.record)],
-                 "coverage": unit.coverage + unit.pair_coverage}
-        out.append(SearchHit(record=record, score=unit.final, parts=parts))
+        partner = None
+        if merging:
+            free = [units[p] for p in unit.partners if p not in consumed]
+            if recipe.neighbour_side and len(free) == 2 and min(u.final for u in free) >= (
+                    recipe.neighbour_ratio * unit.final):  # both close enough: the recipe's side
+                free = [u for u in free if unit.partners[u.record.id] == recipe.neighbour_side]
+            partner = max(free, key=lambda u: u.final, default=None)
+            if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
+                consumed.add(partner.record.id)
+                record = _merge(unit.record, partner.record, unit.partners[partner.record.id])
+            else:
+                partner = None
+        out.append(SearchHit(record=record, score=unit.final, parts=dict(unit.raw),
+                             turn=TurnScore(
+                                 own=unit.own, exchange=unit.pair,
+                                 coverage=unit.coverage + unit.pair_coverage,
+                                 session=best[_session(unit.record)], score=unit.final,
+                                 late=unit.late, terms=tuple(unit.terms),
+                                 merged_with=partner.record.id if partner else None)))
     return out
 
 

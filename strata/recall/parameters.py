@@ -20,14 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from strata.recall.recipes import DEFAULT, RECIPES, RecallRecipe
+from strata.recall.stages import STAGES, Stage
 
-__all__ = ["PROFILES", "RANKING_FIELDS", "figures", "render", "value_text"]
+__all__ = ["PROFILES", "RANKING_FIELDS", "figures", "render", "stage_of", "value_text"]
 
 # the named recipes shown beside the default, in this order
 PROFILES = ("qa", "advisor", "support", "dense", "lexical", "turns", "pooled")
-# fields of a recipe that are not ranking parameters
-_NOT_PARAMETERS = {"name", "description"}
+# fields of a recipe that are not ranking parameters (``stages`` has a table of its own)
+_NOT_PARAMETERS = {"name", "description", "stages"}
 RANKING_FIELDS = tuple(f for f in RecallRecipe.model_fields if f not in _NOT_PARAMETERS)
+PROFILE_FIELDS = ("layers",)  # a scenario profile's, not a stage's
+
+
+def stage_of(parameter: str) -> Stage | None:
+    """The stage that owns a parameter (None: a profile's field)."""
+    return next((stage for stage, info in STAGES.items() if parameter in info.parameters),
+                None)
 
 
 def _plain(value: Any) -> Any:
@@ -87,8 +95,23 @@ def render() -> str:
         "a leave-one-conversation-out choice on the LoCoMo development split (its section of "
         "[benchmarks.md](benchmarks.md)), or chosen by hand.",
         "",
-        "| parameter | default | " + " | ".join(PROFILES) + " | what it does | source |",
-        "|---|---|" + "---|" * len(PROFILES) + "---|---|",
+        "## Stages",
+        "",
+        "A recall runs these stages in this order (`strata.recall.stages`); a recipe's "
+        "`stages` lists the ones it runs, and a stage is switched off by leaving it out. "
+        "*Left out by* names the profiles that do not run it.",
+        "",
+        "| stage | phase | what it does | its parameters | left out by |",
+        "|---|---|---|---|---|",
+        *(f"| `{stage.value}` | {info.phase} | {_cell(info.what)} | "
+          + ", ".join(f"`{p}`" for p in info.parameters)
+          + " | " + ", ".join(f"`{p}`" for p in PROFILES if not RECIPES[p].runs(stage)) + " |"
+          for stage, info in STAGES.items()),
+        "",
+        "## Parameters",
+        "",
+        "| parameter | stage | default | " + " | ".join(PROFILES) + " | what it does | source |",
+        "|---|---|---|" + "---|" * len(PROFILES) + "---|---|",
     ]
     for name in RANKING_FIELDS:
         field = RecallRecipe.model_fields[name]
@@ -97,7 +120,9 @@ def render() -> str:
                      if getattr(RECIPES[p], name) != default else "" for p in PROFILES]
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         source = str(extra.get("source", ""))
-        lines.append(f"| `{name}` | {_cell(value_text(default))} | "
+        stage = stage_of(name)
+        lines.append(f"| `{name}` | {'`' + stage.value + '`' if stage else 'profile'} | "
+                     f"{_cell(value_text(default))} | "
                      + " | ".join(_cell(o) for o in overrides)
                      + f" | {_cell(field.description or '')} | {_cell(_linked(source))} |")
     lines += ["", "Profiles: " + "; ".join(
@@ -107,8 +132,10 @@ def render() -> str:
 
 
 def _differs(profile: str) -> str:
-    changed = [n for n in RANKING_FIELDS if getattr(RECIPES[profile], n) != getattr(DEFAULT, n)]
-    return "with " + ", ".join(f"`{n}`" for n in changed) if changed else "unchanged"
+    changed = [f"`{n}`" for n in RANKING_FIELDS
+               if getattr(RECIPES[profile], n) != getattr(DEFAULT, n)]
+    changed += [f"without `{s.value}`" for s in DEFAULT.stages if not RECIPES[profile].runs(s)]
+    return "with " + ", ".join(changed) if changed else "unchanged"
 
 
 def main(argv: list[str] | None = None) -> int:

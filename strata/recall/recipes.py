@@ -5,18 +5,22 @@ field here, with what it does and where its value came from (``json_schema_extra
 a leave-one-conversation-out result on LoCoMo dev and its section of docs/benchmarks.md, or
 "chosen by hand"). ``python -m strata.recall.parameters --write docs/ranking-parameters.md``
 renders it, per-profile overrides included; a unit test keeps that page equal to the code.
+``stages`` is the recipe's pipeline (``strata.recall.stages``): a stage is switched off by
+leaving it out, and each parameter belongs to one stage.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from strata.errors import InvalidInput
 from strata.models import Layer, MemoryKind
+from strata.recall.stages import DEFAULT_STAGES, Stage, check_stages
 
 __all__ = ["BY_HAND", "DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
-           "TURNS_ONLY", "RecallRecipe"]
+           "TURNS_ONLY", "RecallRecipe", "choose_recipe", "without"]
 
 BY_HAND = "chosen by hand"
 _LOO = "leave-one-conversation-out on LoCoMo dev"
@@ -44,6 +48,9 @@ class RecallRecipe(BaseModel):
     model_config = {"frozen": True}
 
     name: str
+    stages: tuple[Stage, ...] = _param(
+        DEFAULT_STAGES, "the stages this recipe runs, in order (strata.recall.stages); a stage "
+        "left out is switched off")
     # -- candidates (strata.recall.service) -------------------------------------------------
     search: str = _param("hybrid", "how each layer is searched: hybrid (dense + BM25), dense "
                          "or lexical", pattern="^(hybrid|dense|lexical)$")
@@ -83,7 +90,7 @@ class RecallRecipe(BaseModel):
                                 "memories, it does not erase old ones", ge=0.0, le=1.0)
     # -- episodes: two granularities (strata.recall.granularity) ----------------------------
     exchange_weight: float = _param(0.7, "a turn's similarity mixes its own (1 - w) with its "
-                                    "best exchange's (w); 0: turns only", _SWEEP,
+                                    "best exchange's (w)", _SWEEP,
                                     ge=0.0, le=1.0)
     session_weight: float = _param(0.5, "a turn's score is lifted by the best turn of its "
                                    "session: (turn + s·best) / (1 + s)", _SWEEP, ge=0.0)
@@ -107,14 +114,14 @@ class RecallRecipe(BaseModel):
         "tells)", f"{_LOO}, 2026-12-01: every fold chose 0.05 ({_TURNS_THAT_ASK})", ge=0.0)
     neighbour_ratio: float = _param(
         0.8, "a turn is merged with an exchange partner that scores at least this × its own "
-        "score (> 1: never merge)", _SWEEP, ge=0.0)
+        "score", _SWEEP, ge=0.0)
     neighbour_side: int = _param(
         1, "when both neighbours could merge, the one taken: 1 the one after (what answered "
         "it), -1 the one before, 0 the more relevant", f"{_LOO}, 2026-12-01 "
         f"({_TURNS_THAT_ASK})", ge=-1, le=1)
     # -- late interaction (strata.recall.late) ----------------------------------------------
     late_share: float = _param(0.8, "episodes: similarity = late_share·MaxSim + (1 - "
-                               "late_share)·BM25 when token vectors exist; 0: pooled cosine",
+                               "late_share)·BM25 when token vectors exist",
                                _SWEEP, ge=0.0, le=1.0)
     late_candidates: int = _param(20, "the best turns re-scored token by token (the others "
                                   "are dropped)", _SWEEP, ge=1)
@@ -155,13 +162,34 @@ class RecallRecipe(BaseModel):
         "when the request has a session); none: whatever the route picks")
     description: str = ""
 
+    @field_validator("stages")
+    @classmethod
+    def _stages_in_order(cls, stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+        return check_stages(stages)
+
+    def runs(self, stage: Stage) -> bool:
+        """Whether this recipe runs ``stage``."""
+        return stage in self.stages
+
+
+def without(*left_out: Stage) -> tuple[Stage, ...]:
+    """The default stages but ``left_out``."""
+    return tuple(s for s in DEFAULT_STAGES if s not in left_out)
+
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
-DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0, late_share=0.0)
-LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0, late_share=0.0)
-TURNS_ONLY = RecallRecipe(name="turns", exchange_weight=0.0, session_weight=0.0,
-                          neighbour_ratio=2.0, coverage_weight=0.0, late_share=0.0)
-POOLED = RecallRecipe(name="pooled", late_share=0.0)  # the default without late interaction
+# keywords join procedures' candidates of a hybrid search only
+DENSE_ONLY = RecallRecipe(name="dense", search="dense", dense_share=1.0,
+                          stages=without(Stage.KEYWORDS, Stage.LATE_INTERACTION))
+LEXICAL_ONLY = RecallRecipe(name="lexical", search="lexical", dense_share=0.0,
+                            stages=without(Stage.KEYWORDS, Stage.LATE_INTERACTION))
+TURNS_ONLY = RecallRecipe(name="turns", stages=without(
+    Stage.EXCHANGES, Stage.COVERAGE, Stage.SPEAKER_BOOST, Stage.TIME_BOOST,
+    Stage.ANSWER_BOOST, Stage.QUESTION_PENALTY, Stage.SESSION, Stage.LATE_INTERACTION,
+    Stage.MERGE), description="turns as searched: no episode ranking, no late interaction, "
+    "no merging")
+POOLED = RecallRecipe(name="pooled", stages=without(Stage.LATE_INTERACTION),
+                      description="the default without late interaction")
 # Scenario profiles: what differs between business scenarios is mostly the layer weights,
 # and some need no long-term episodes at all. Chosen per request (``recipe``),
 # per API key or per tenant (STRATA_API_KEYS' "recipe", STRATA_TENANT_RECIPES).
@@ -183,3 +211,14 @@ SUPPORT = RecallRecipe(
 DEFAULT = HYBRID_RRF
 RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (
     HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, QA, ADVISOR, SUPPORT)}
+
+
+def choose_recipe(requested: str | None, key: str | None = None,
+                  tenant: str | None = None) -> tuple[str | None, RecallRecipe]:
+    """The recipe of a recall (scenario profiles): the request's, else its API key's, else
+    its tenant's, else the default; with the name chosen (None: the default by default).
+    A request that names an unknown recipe is invalid input (422)."""
+    if requested is not None and requested not in RECIPES:
+        raise InvalidInput(f"unknown recipe {requested!r}; one of {sorted(RECIPES)}")
+    name = requested or key or tenant
+    return name, (RECIPES[name] if name else DEFAULT)

@@ -43,6 +43,7 @@ from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
 from strata.recall.scoring import ScoredItem, score_hits
+from strata.recall.stages import EPISODE_RANKING, Stage
 from strata.recall.timeframe import mentioned_periods
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
@@ -111,11 +112,12 @@ class RecallService:
                                             only_turns)
             turns += self._said_then(collection, target, request.query, vector, recipe,
                                      only_turns, {h.record.id for h in turns})
-            if recipe.exchange_weight <= 0:
-                return turns
-            exchanges = self._search_collection(
+            if not EPISODE_RANKING & set(recipe.stages):
+                return turns  # as searched
+            exchanges = (self._search_collection(
                 collection, target, request.query, vector, recipe,
                 flt.model_copy(update={"payload_equals": {"metadata.type": EXCHANGE}}))
+                if recipe.runs(Stage.EXCHANGES) else [])
 
             def fetch(ids: list[str]) -> list[SearchHit]:
                 return score_ids(self._vectors, collection, target, vector, request.query, ids,
@@ -124,7 +126,7 @@ class RecallService:
             return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
                                       terms_of or tokenize)
         hits = self._search_collection(collection, target, request.query, vector, recipe, flt)
-        if layer is Layer.PROCEDURES and recipe.search == "hybrid":
+        if layer is Layer.PROCEDURES and recipe.runs(Stage.KEYWORDS):
             matched = {h.record.id for h in hits}
             extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
                      for r in self._vectors.query(collection, target, flt, 100)
@@ -140,7 +142,7 @@ class RecallService:
         November, 2022", "in May 2023"; ``strata.recall.timeframe``) that the search did not
         find: a turn of that day that shares no words with the question can still be its
         answer ("What dish did Nate make on 9 November?" → "I tried out some cooking")."""
-        if recipe.period_candidates <= 0 or recipe.time_boost <= 0:
+        if not recipe.runs(Stage.SAID_THEN):
             return []
         out: list[SearchHit] = []
         for period in mentioned_periods(query)[:recipe.max_dates]:  # a search each: bounded
@@ -213,6 +215,13 @@ class RecallService:
                 logger.warning("recall layer %s failed: %s", layer, exc.detail)
                 found.degraded = True
         return found
+
+    def search_knowledge(self, scope: Scope, request: RecallRequest, vector: list[float],
+                         recipe: RecallRecipe | None = None) -> LayerCandidates:
+        """The knowledge layer's candidates of a recall: the tenant's shared base searched in
+        this service's store (in the ingress, its snapshot of the base), to be joined with
+        the user's shard's personal candidates (``strata.shard.recall.answer_recall``)."""
+        return self.search_layers(scope, request, vector, [Layer.KNOWLEDGE], recipe)
 
     def recall(self, scope: Scope, request: RecallRequest, vector: list[float],
                working: WorkingSnapshot | None = None,

@@ -1,5 +1,7 @@
 """The shard's half of a recall: the route, and the personal layers' candidates scored in
-the user's hot index (``strata.recall.service`` assembles the answer in the ingress)."""
+the user's hot index; and the other half, where the shard's answer meets the knowledge
+base's candidates (``needs_knowledge``, ``answer_recall``: the ingress calls them around the
+shard call, the knowledge searched by ``RecallService.search_knowledge``)."""
 
 from __future__ import annotations
 
@@ -12,19 +14,26 @@ from concurrent.futures import ThreadPoolExecutor
 from strata import tracing
 from strata.errors import StrataError
 from strata.layers.corrections import corrections_of
-from strata.models import LONG_TERM, Layer, RecallRequest, Scope
-from strata.recall.assembly import LayerCandidates, best_of, could_pass, select_candidates
+from strata.models import LONG_TERM, Layer, RecallRequest, RecallResponse, Scope
+from strata.recall.assembly import (
+    LayerCandidates,
+    assemble,
+    best_of,
+    could_pass,
+    select_candidates,
+)
 from strata.recall.expansion import QueryExpander
 from strata.recall.granularity import without_speakers
 from strata.recall.late import LateScorer, QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.service import RecallService, correction_items, decide_route
+from strata.recall.stages import Stage
 from strata.shard.longterm import LazyLongTerm
 from strata.shard.models import MemoryAnswer, WorkingMemoryView
 from strata.stores.hot import HotIndexStore
 from strata.stores.ports import QueryEmbedding
 
-__all__ = ["ShardRecall"]
+__all__ = ["ShardRecall", "answer_recall", "needs_knowledge"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +92,8 @@ class ShardRecall:
             return MemoryAnswer(decision=decision, working=working,
                                 found=LayerCandidates(degraded=True))
         statements = (self._asking.submit(self._expander.expand, request.query, speakers)
-                      if self._asking is not None and self._expander is not None else None)
+                      if self._asking is not None and self._expander is not None
+                      and recipe.runs(Stage.EXPANSION) else None)
         waited = time.perf_counter()
         with tracing.span("shard.query_embedding", scope):
             if query is None:  # both embedded in one pass
@@ -103,7 +113,7 @@ class ShardRecall:
                 late=_late_scorer(hot, scope, embedded, recipe),
                 terms_of=hot.terms_of(scope) if hot is not None else None)
             span.set(count=len(found.candidates))
-        if statements is not None:
+        if statements is not None:  # the expansion stage (asked only when the recipe runs it)
             started = time.perf_counter()
             written = statements.result()
             found = best_of(found, *self._search_statements(
@@ -171,6 +181,21 @@ class ShardRecall:
 def _late_scorer(hot: HotIndexStore | None, scope: Scope, embedded: QueryEmbedding,
                  recipe: RecallRecipe) -> LateScorer | None:
     """Late interaction over the query's token vectors, where the index keeps the texts'."""
-    if hot is None or embedded.tokens is None or recipe.late_share <= 0:
+    if hot is None or embedded.tokens is None or not recipe.runs(Stage.LATE_INTERACTION):
         return None
     return hot.late_scorer(scope, embedded.tokens)
+
+
+def needs_knowledge(answer: MemoryAnswer) -> bool:
+    """Whether the recall the shard answered searches the knowledge base too (its route)."""
+    return Layer.KNOWLEDGE in answer.decision.layers
+
+
+def answer_recall(request: RecallRequest, answer: MemoryAnswer, recipe: RecallRecipe,
+                  knowledge: LayerCandidates | None = None) -> RecallResponse:
+    """The recall's answer: the shard's personal candidates and, when routed, the knowledge
+    base's (``RecallService.search_knowledge``), assembled with the session's working
+    memory into the budgeted context."""
+    found = answer.found if knowledge is None else answer.found.joined(knowledge)
+    return assemble(request, answer.decision, answer.working, found, recipe,
+                    lambda: answer.most_used, answer.corrections)

@@ -12,8 +12,9 @@ from strata.extract.terms import word_pattern
 from strata.models import Layer, SearchHit, StoredRecord
 from strata.recall.answer_types import Answer, asked, holds
 from strata.recall.granularity import fuse_granularities
-from strata.recall.recipes import DEFAULT
+from strata.recall.recipes import DEFAULT, without
 from strata.recall.scoring import ScoredItem, score_hits
+from strata.recall.stages import Stage
 
 PEOPLE = ["Melanie", "Caroline"]
 
@@ -78,10 +79,12 @@ def test_of_two_equal_turns_the_one_holding_the_answer_comes_first() -> None:
     out = fuse_granularities(hits, [], lambda ids: [], query, DEFAULT)
     assert DEFAULT.answer_boost > 0
     assert [h.record.id for h in out] == ["b", "a"]
-    assert out[0].parts["answer"] == DEFAULT.answer_boost and "answer" not in out[1].parts
-    plain = fuse_granularities(hits, [], lambda ids: [], query,
-                               DEFAULT.model_copy(update={"answer_boost": 0.0}))
-    assert "answer" not in plain[0].parts and "answer" not in plain[1].parts
+    assert out[0].turn is not None and out[1].turn is not None
+    assert out[0].turn.term("answer_boost") == DEFAULT.answer_boost
+    assert out[1].turn.term("answer_boost") is None
+    plain = fuse_granularities(hits, [], lambda ids: [], query, DEFAULT.model_copy(
+        update={"stages": without(Stage.ANSWER_BOOST)}))  # the stage left out
+    assert all(h.turn is not None and h.turn.term("answer_boost") is None for h in plain)
 
 
 def test_the_scored_candidate_shows_the_boost_it_got() -> None:
@@ -91,7 +94,8 @@ def test_the_scored_candidate_shows_the_boost_it_got() -> None:
     item = ScoredItem(id="b", layer=Layer.EPISODES, kind="episode", text=hit.record.text)
     [scored] = score_hits(Layer.EPISODES, "episode", [hit], [item], DEFAULT,
                           datetime(2023, 5, 9, tzinfo=timezone.utc))
-    assert scored.parts["answer"] == DEFAULT.answer_boost
+    assert scored.parts["answer"] == DEFAULT.answer_boost  # the debug output's flat parts
+    assert scored.breakdown.by_stage(DEFAULT)["answer_boost"] == DEFAULT.answer_boost
 
 
 @pytest.mark.parametrize(("word", "text", "found"), [

@@ -26,8 +26,9 @@ from strata.models import (
     Turn,
 )
 from strata.recall.granularity import fuse_granularities
-from strata.recall.recipes import RECIPES
+from strata.recall.recipes import RECIPES, without
 from strata.recall.service import RecallService
+from strata.recall.stages import Stage
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder
@@ -136,9 +137,11 @@ def test_the_person_asked_about_comes_first(redis_store: RedisStore) -> None:
                             top_k=1)  # type: ignore[call-arg]
         resp = RecallService(vectors).recall(U, req, EMB.encode([req.query])[0].tolist(),
                                              recipe=RECIPES["hybrid"].model_copy(
-                                                 update={"neighbour_ratio": 2.0}))
+                                                 update={"stages": without(Stage.MERGE)}))
         assert resp.items[0].text.startswith(who)
         assert resp.debug is not None and resp.debug["candidates"][0]["parts"]["speaker"] > 0
+        assert resp.debug["candidates"][0]["stages"]["speaker_boost"] > 0
+        assert "merge" not in resp.debug["stages"]
 
 
 def test_a_fact_from_a_turn_already_shown_is_not_repeated(written) -> None:  # type: ignore[no-untyped-def]
@@ -173,10 +176,13 @@ def test_a_turn_with_more_of_the_query_terms_ranks_first() -> None:
             hit("2", "Melanie: a class on the wheel, pottery", "Melanie", **same)]
     out = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["hybrid"])
     assert [h.record.id for h in out] == ["2", "1"]
-    assert out[0].parts["coverage"] == 1.0  # pottery, class, wheel (Melanie is the speaker)
-    assert out[1].parts["coverage"] == 1 / 3
+    assert out[0].turn is not None and out[1].turn is not None
+    assert out[0].turn.coverage == 1.0  # pottery, class, wheel (Melanie is the speaker)
+    assert out[1].turn.coverage == 1 / 3
+    assert out[0].turn.term("coverage") == RECIPES["hybrid"].coverage_weight
     plain = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["turns"])
     assert plain[0].score == plain[1].score  # the turns-only recipe leaves coverage out
+    assert all(h.turn is not None and h.turn.term("coverage") is None for h in plain)
 
 
 def test_turns_found_only_through_an_exchange_are_scored_on_both_sides() -> None:
@@ -193,7 +199,7 @@ def test_turns_found_only_through_an_exchange_are_scored_on_both_sides() -> None
     out = fuse_granularities([], [exchange], fetch, "pottery class wheel", RECIPES["hybrid"])
     assert asked == [["1", "2"]]
     first = next(h for h in out if h.record.id == "1")
-    assert first.parts["turn"] > 0.5 * 0.3  # its BM25 counts, not only its cosine
+    assert first.turn is not None and first.turn.own > 0.5 * 0.3  # its BM25 counts too
 
 
 def test_late_interaction_encodes_each_turn_once_and_scores_exchanges_as_unions() -> None:
@@ -212,18 +218,22 @@ def test_late_interaction_encodes_each_turn_once_and_scores_exchanges_as_unions(
     turns = [hit("1", "Melanie: pottery class?", "Melanie", dense=0.1, lexical=0.0),
              hit("2", "Caroline: the wheel one", "Caroline", dense=0.1, lexical=0.0),
              hit("3", "Melanie: something else", "Melanie", dense=0.9, lexical=0.0)]
-    recipe = RECIPES["hybrid"].model_copy(update={"neighbour_ratio": 2.0,
-                                                  "session_weight": 0.0})
+    recipe = RECIPES["hybrid"].model_copy(update={"stages": without(Stage.MERGE,
+                                                                    Stage.SESSION)})
     out = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel", recipe, late)
     assert calls == [[t.record.text for t in turns]]  # the exchange text is not encoded
     by_id = {h.record.id: h for h in out}
-    assert by_id["1"].parts["late"] == pytest.approx(0.5)
-    assert by_id["1"].parts["exchange"] == pytest.approx(0.8 * 0.85)  # union: mean(.9, .8)
+    first = by_id["1"].turn
+    assert first is not None and first.late == pytest.approx(0.5)
+    assert first.exchange == pytest.approx(0.8 * 0.85)  # union: mean(.9, .8)
     # the pooled cosine favoured turn 3; token-level matching puts the pair's turns first
     assert [h.record.id for h in out][-1] == "3"
     pooled = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel",
-                                recipe.model_copy(update={"late_share": 0.0}), late)
-    assert pooled[0].record.id == "3" and "late" not in pooled[0].parts
+                                recipe.model_copy(update={"stages": without(
+                                    Stage.MERGE, Stage.SESSION, Stage.LATE_INTERACTION)}),
+                                late)
+    assert pooled[0].record.id == "3" and pooled[0].turn is not None
+    assert pooled[0].turn.late is None
     # only the shortlist (the first stage's best) is encoded and returned
     calls.clear()
     short = fuse_granularities(turns, [exchange], lambda ids: [], "pottery wheel",
@@ -242,9 +252,10 @@ def test_a_turn_that_tells_outranks_one_that_asks_with_the_same_words() -> None:
     out = fuse_granularities(hits, [], lambda ids: [], query, RECIPES["hybrid"])
     assert [h.record.id for h in out] == ["tell", "ask"]
     # the penalty alone: the telling turn's "seven years" would also get the answer boost
-    assert out[0].parts["answer"] == RECIPES["hybrid"].answer_boost
-    neutral = RECIPES["hybrid"].model_copy(update={"question_penalty": 0.0,
-                                                   "answer_boost": 0.0})
+    assert out[0].turn is not None
+    assert out[0].turn.term("answer_boost") == RECIPES["hybrid"].answer_boost
+    neutral = RECIPES["hybrid"].model_copy(update={"stages": without(
+        Stage.QUESTION_PENALTY, Stage.ANSWER_BOOST)})
     plain = fuse_granularities(hits, [], lambda ids: [], query, neutral)
     assert plain[0].score == plain[1].score
 

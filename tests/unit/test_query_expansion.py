@@ -184,7 +184,8 @@ def test_a_statement_finds_what_the_question_shares_no_words_with(
     texts, candidates, listed = recall(shard, recipe=whole)
     assert texts[0] == SWIMMING and listed == statements
     [found] = [c for c in candidates if c.text == SWIMMING]
-    assert found.parts["statement"] == 1.0  # the first statement found it
+    assert found.breakdown.statement == 1  # the first statement found it
+    assert found.parts["statement"] == 1.0  # as the debug output shows it
     # by default a statement's candidates count × 0.8: the better of that and the question's
     _, candidates, _ = recall(shard)
     [weighed] = [c for c in candidates if c.text == SWIMMING]
@@ -210,7 +211,7 @@ def test_a_failing_model_leaves_the_question_searched_alone(
     assert texts == expected[0]
     assert [c.id for c in candidates] == [c.id for c in expected[1]]
     assert [c.score for c in candidates] == pytest.approx([c.score for c in expected[1]])
-    assert all("statement" not in c.parts for c in candidates)
+    assert all(c.breakdown.statement is None for c in candidates)
 
 
 def test_a_real_model_writes_statements_in_the_schema() -> None:

@@ -1,6 +1,7 @@
 """The table of ranking parameters: every field says what it does and where its value came
-from, the committed page is what the code generates, and docs/architecture.md's recall
-section quotes no figure the table does not hold."""
+from and belongs to one stage, the committed page is what the code generates, and
+docs/architecture.md's recall section quotes no figure the table does not hold and lists
+the stages the code runs, in its order."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from strata.recall.parameters import RANKING_FIELDS, figures, main, render, value_text
-from strata.recall.recipes import BY_HAND, DEFAULT, RECIPES, RecallRecipe
+from strata.recall.parameters import (
+    PROFILE_FIELDS,
+    RANKING_FIELDS,
+    figures,
+    main,
+    render,
+    stage_of,
+    value_text,
+)
+from strata.recall.recipes import BY_HAND, DEFAULT, RECIPES, RecallRecipe, without
+from strata.recall.stages import DEFAULT_STAGES, REQUIRED, STAGES, Stage
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -57,9 +67,11 @@ def test_the_page_shows_each_profiles_overrides() -> None:
     page = render()
     row = next(line for line in page.splitlines() if line.startswith("| `half_life_days` |"))
     assert value_text(RECIPES["advisor"].half_life_days) in row  # advisor: 90 / 14 days
-    row = next(line for line in page.splitlines() if line.startswith("| `late_share` |"))
+    row = next(line for line in page.splitlines() if line.startswith("| `dense_share` |"))
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells[2:9] == ["", "", "", "0.0", "0.0", "0.0", "0.0"]  # dense lexical turns pooled
+    assert cells[1:10] == ["`fusion`", "0.5", "", "", "", "1.0", "0.0", "", ""]
+    row = next(line for line in page.splitlines() if line.startswith("| `late_interaction` |"))
+    assert row.endswith("| `dense`, `lexical`, `turns`, `pooled` |")  # the profiles without it
 
 
 def test_the_check_mode_fails_on_a_stale_page(tmp_path: Path) -> None:
@@ -87,3 +99,37 @@ def test_recipes_are_still_built_by_name_and_field() -> None:
     custom = RecallRecipe(name="x", time_boost=0.3)
     assert custom.time_boost == 0.3 and custom.answer_boost == DEFAULT.answer_boost
     assert RECIPES["hybrid"] is DEFAULT and "store" not in RECIPES
+
+
+def test_every_parameter_belongs_to_one_stage() -> None:
+    owners = {name: [s for s, info in STAGES.items() if name in info.parameters]
+              for name in RANKING_FIELDS if name not in PROFILE_FIELDS}
+    assert {name: len(stages) for name, stages in owners.items()} == dict.fromkeys(owners, 1)
+    owned = {p for info in STAGES.values() for p in info.parameters}
+    assert owned <= set(RANKING_FIELDS), owned - set(RANKING_FIELDS)  # no stale name
+    assert stage_of("late_share") is Stage.LATE_INTERACTION and stage_of("layers") is None
+
+
+def test_the_recall_section_lists_the_stages_the_code_runs_in_order() -> None:
+    section = _recall_section()
+    listed = re.search(r"\*\*The stages\*\*[^`]*((?:`\w+`[\s→,]*)+)", section)
+    assert listed, "the recall section lists the stages as **The stages** `search` → ..."
+    names = re.findall(r"`(\w+)`", listed.group(1))
+    assert names == [s.value for s in DEFAULT_STAGES]
+    for stage in Stage:  # and says what each one's parameters are called
+        for parameter in STAGES[stage].parameters:
+            assert re.search(rf"(?<![\w.]){parameter}(?!\w)", section), (stage, parameter)
+
+
+def test_a_stage_is_switched_off_by_leaving_it_out_in_order_and_never_a_required_one() -> None:
+    assert DEFAULT.stages == DEFAULT_STAGES and not RECIPES["pooled"].runs(
+        Stage.LATE_INTERACTION)
+    assert RecallRecipe(name="x", stages=without(Stage.MERGE)).runs(Stage.SESSION)
+    with pytest.raises(ValueError, match="order"):
+        RecallRecipe(name="x", stages=(Stage.FUSION, Stage.SEARCH, Stage.SELECT,
+                                       Stage.ASSEMBLY))
+    with pytest.raises(ValueError, match="twice"):
+        RecallRecipe(name="x", stages=(*DEFAULT_STAGES, Stage.MERGE))
+    for stage in REQUIRED:
+        with pytest.raises(ValueError, match="needs"):
+            RecallRecipe(name="x", stages=without(stage))

@@ -10,14 +10,14 @@ from strata.recall.assembly import select_candidates
 from strata.recall.context import ContextBuilder
 from strata.recall.recipes import DEFAULT
 from strata.recall.routing import Route, route_query
-from strata.recall.scoring import ScoredItem, collapse_copies
+from strata.recall.scoring import ScoreBreakdown, ScoredItem, collapse_copies
 from strata.tokens import count_tokens
 
 
 def _candidate(relevance: float, score: float = 0.5, text: str = "a chunk",
                kind: str = "kb:demo/a", layer: str = "knowledge") -> ScoredItem:
     return ScoredItem(id=f"{kind}-{relevance}", layer=layer, kind=kind, text=text, score=score,
-                      parts={"relevance": relevance})
+                      breakdown=ScoreBreakdown(relevance=relevance))
 
 
 def test_relaxed_pass_keeps_the_similarity_floor() -> None:

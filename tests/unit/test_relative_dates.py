@@ -11,10 +11,10 @@ from strata.recall.assembly import LayerCandidates, assemble
 from strata.recall.recipes import DEFAULT
 from strata.recall.relative_dates import dated, mentions
 from strata.recall.routing import Route, RouteDecision
-from strata.recall.scoring import ScoredItem
+from strata.recall.scoring import ScoreBreakdown, ScoredItem
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # a Monday
-STRONG = {"relevance": 0.9}  # a candidate well above every threshold
+STRONG = ScoreBreakdown(relevance=0.9)  # a candidate well above every threshold
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -61,8 +61,8 @@ def test_what_the_label_already_says_or_a_dated_phrase_is_left_alone(text: str) 
 def test_the_context_line_carries_the_date_and_the_item_keeps_what_was_said() -> None:
     said = "Melanie: I signed up for a pottery class yesterday."
     items = [ScoredItem(id="e1", layer=Layer.EPISODES, kind="episode", text=said, score=0.9,
-                        parts=STRONG, created_at=SAID),
-             ScoredItem(id="f1", layer=Layer.FACTS, kind="fact", score=0.8, parts=STRONG,
+                        breakdown=STRONG, created_at=SAID),
+             ScoredItem(id="f1", layer=Layer.FACTS, kind="fact", score=0.8, breakdown=STRONG,
                         created_at=SAID, text="I moved to Lisbon last year")]
     request = RecallRequest(user_id="u", query="when did Melanie sign up for pottery",
                             layers=[Layer.FACTS, Layer.EPISODES])

@@ -8,8 +8,9 @@ import pytest
 
 from strata.models import Collection, Layer, RecallRequest, Scope, SearchHit, StoredRecord
 from strata.recall.granularity import fuse_granularities
-from strata.recall.recipes import RECIPES, RecallRecipe
+from strata.recall.recipes import RECIPES, RecallRecipe, without
 from strata.recall.service import RecallService
+from strata.recall.stages import Stage
 from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.embedders import HashEmbedder
 from strata.testing.fake_vectors import FakeVectorStore
@@ -60,7 +61,9 @@ def test_turns_from_the_named_date_come_first() -> None:
     out = fuse_granularities(hits, [], lambda ids: [], "What did she paint on 13 October, 2023?",
                              RECIPES["hybrid"])
     assert [h.record.id for h in out] == ["b", "a"]
-    assert out[0].parts["time"] == RECIPES["hybrid"].time_boost and "time" not in out[1].parts
+    assert out[0].turn is not None and out[1].turn is not None
+    assert out[0].turn.term("time_boost") == RECIPES["hybrid"].time_boost
+    assert out[1].turn.term("time_boost") is None
     undated = fuse_granularities(hits, [], lambda ids: [], "What did she paint?",
                                  RECIPES["hybrid"])
     assert undated[0].score == undated[1].score
@@ -88,10 +91,11 @@ def test_a_turn_speaking_of_the_named_month_comes_first_with_time_mentions() -> 
     query = "When did Melanie go camping in June?"
     mentioned = RECIPES["hybrid"].model_copy(update={"time_mentions": True})
     out = fuse_granularities(hits, [], lambda ids: [], query, mentioned)
-    assert [h.record.id for h in out] == ["b", "a"] and out[0].parts["time"] > 0
+    assert [h.record.id for h in out] == ["b", "a"]
+    assert out[0].turn is not None and (out[0].turn.term("time_boost") or 0) > 0
     said_only = RECIPES["hybrid"].model_copy(update={"time_mentions": False})
-    assert all("time" not in h.parts for h in fuse_granularities(hits, [], lambda ids: [],
-                                                                  query, said_only))
+    assert all(h.turn is not None and h.turn.term("time_boost") is None
+               for h in fuse_granularities(hits, [], lambda ids: [], query, said_only))
 
 
 def test_a_turn_said_on_the_named_day_is_found_though_it_shares_no_words() -> None:
@@ -118,4 +122,4 @@ def test_a_turn_said_on_the_named_day_is_found_though_it_shares_no_words() -> No
 
     assert any("cooking" in t for t in found(narrow))
     assert not any("cooking" in t for t in found(narrow.model_copy(
-        update={"period_candidates": 0})))
+        update={"stages": without(Stage.SAID_THEN)})))
