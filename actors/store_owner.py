@@ -78,6 +78,10 @@ class StoreOwnerService:
     def scan_scope(self, collection: Collection, scope: Scope, limit: int) -> list[StoredRecord]:
         return self._store.scan_scope(collection, scope, limit)
 
+    def scan_scope_terms(self, collection: Collection, scope: Scope, limit: int
+                         ) -> list[tuple[StoredRecord, list[str] | None]]:
+        return self._store.scan_scope_terms(collection, scope, limit)
+
     def set_payloads(self, collection: Collection,
                      changes: list[tuple[str, str, dict[str, Any]]]) -> int:
         return self._store.set_payloads(collection, changes)
@@ -178,6 +182,11 @@ class RemoteVectorStore:
     def scan_scope(self, collection: Collection, scope: Scope,
                    limit: int = 16_384) -> list[StoredRecord]:
         return list(self._get(self._handle.scan_scope.remote(collection, scope, limit)))
+
+    def scan_scope_terms(self, collection: Collection, scope: Scope, limit: int = 16_384
+                         ) -> list[tuple[StoredRecord, list[str] | None]]:
+        """``scan_scope`` with each row's stored BM25 terms (``hot.TermsScanner``)."""
+        return list(self._get(self._handle.scan_scope_terms.remote(collection, scope, limit)))
 
     def set_payloads(self, collection: Collection,
                      changes: Sequence[tuple[str, str, dict[str, Any]]]) -> int:

@@ -6,7 +6,15 @@ memory, so every write of a user passes through the shard's ``HotIndexStore``: i
 the durable store first and, once that succeeded, to the user's ``HotTable``s. Reads of the
 personal collections (facts, episodes, procedures) are served from the tables; the first
 touch of a user loads all three from the durable store once (``scan_scope``), vectors and
-token vectors included, so a cold load encodes nothing. The knowledge base passes through.
+token vectors included, so a cold load encodes nothing; from a store that keeps each row's
+BM25 terms (``TermsScanner``: the Milvus adapter) it tokenizes nothing either. The knowledge
+base passes through.
+
+What a hot memory costs (``bench/hot_index_bytes.py``, a LoCoMo user's episodes): the token
+vectors are ~12.5 KB of the ~19 KB a memory took in the heap (32 tokens x 384 int8 + a scale),
+so by default they live in an unlinked local file per user (``hot_table.TokenSpill``) and a
+recall reads back those of its late-interaction candidates; the heap keeps the vector, the
+record and the BM25 postings (~5.8 KB).
 
 What is computed at write time: the vector (by the writer, as before), the BM25 terms, and
 an episode's token vectors for late interaction (``strata.recall.late``), which are also
@@ -44,20 +52,29 @@ from collections.abc import Collection as Collection_
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from strata.models import LONG_TERM, Collection, MemoryStatus, Scope, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
-from strata.stores.hot_table import HotTable
+from strata.stores.hot_table import HotTable, TokenSpill
 from strata.stores.lexical import tokenize
 from strata.stores.ports import DecayFields, StatusWriter, VectorStore
 from strata.stores.served import TableServed
 
-__all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore"]
+__all__ = ["HOT_COLLECTIONS", "HotIndexStats", "HotIndexStore", "TermsScanner"]
 
 logger = logging.getLogger(__name__)
 HOT_COLLECTIONS = tuple(layer.collection for layer in LONG_TERM)  # the user's memories
 LATE_COLLECTIONS = (Collection.EPISODES,)  # what late interaction re-scores
+
+
+@runtime_checkable
+class TermsScanner(Protocol):
+    """A durable store that returns each row's BM25 terms with a scope's scan (the Milvus
+    adapter's ``lexical`` column): a load then runs no tokenizer (~2.7 ms a LoCoMo turn)."""
+
+    def scan_scope_terms(self, collection: Collection, scope: Scope, limit: int = 16_384
+                         ) -> list[tuple[StoredRecord, list[str] | None]]: ...
 
 
 @dataclass
@@ -80,8 +97,9 @@ class HotIndexStats:
 
     users: int = 0
     memories: int = 0
-    bytes: int = 0
+    bytes: int = 0  # the heap's, estimated (what the cap counts)
     max_bytes: int = 0
+    spilled_bytes: int = 0  # token vectors in the users' local spill files
     loads: int = 0
     evictions: int = 0
     hits: int = 0
@@ -91,14 +109,19 @@ class HotIndexStats:
 
 class HotIndexStore(TableServed):
     """See the module docstring. ``tokens`` gives the embedder whose token vectors late
-    interaction uses (None: no late interaction data)."""
+    interaction uses (None: no late interaction data). ``spill_tokens``: the episodes'
+    token vectors live in an unlinked local file per user (in ``spill_dir``, the system's
+    temporary directory if None), read back for a recall's candidates only
+    (``hot_table.TokenSpill``), not in the heap."""
 
     def __init__(self, inner: VectorStore, dim: int,
                  tokens: Callable[[], TokenEmbedder | None] | None = None,
                  max_bytes: int = 512 * 2**20, ttl_s: float = 1800.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 spill_tokens: bool = True, spill_dir: str | None = None) -> None:
         self.inner = inner
         self._dim = dim
+        self._spill = (spill_tokens, spill_dir)
         self._tokens = tokens
         self._max_bytes = max_bytes
         self._ttl = ttl_s
@@ -137,9 +160,19 @@ class HotIndexStore(TableServed):
             self._evict(keep=scope.key)
             return user
 
+    def _table(self, collection: Collection) -> HotTable:
+        spill, directory = self._spill
+        late = spill and collection in LATE_COLLECTIONS
+        return HotTable(self._dim, TokenSpill(directory) if late else None)
+
     def _load(self, collection: Collection, scope: Scope) -> HotTable:
-        table = HotTable(self._dim)
-        records = self.inner.scan_scope(collection, scope)
+        table = self._table(collection)
+        if isinstance(self.inner, TermsScanner):  # the terms as written: no tokenizing
+            rows = self.inner.scan_scope_terms(collection, scope)
+            records, terms = [r for r, _ in rows], [t for _, t in rows]
+        else:
+            records = self.inner.scan_scope(collection, scope)
+            terms = [None] * len(records)
         missing = [r for r in records if collection in LATE_COLLECTIONS and not r.tokens]
         encoded = self._encode_tokens([r.text for r in missing])
         if missing and encoded:
@@ -147,8 +180,10 @@ class HotIndexStore(TableServed):
                         "were persisted)", len(missing), collection.value, scope.key)
             for record, packed in zip(missing, encoded, strict=True):
                 record.tokens = packed
-        for record in records:
-            table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens))
+        for record, record_terms in zip(records, terms, strict=True):
+            table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens),
+                      record_terms)
+        table.trim()
         return table
 
     def _encode_tokens(self, texts: Sequence[str]) -> list[str] | None:
@@ -188,6 +223,7 @@ class HotIndexStore(TableServed):
             return HotIndexStats(
                 users=len(users), memories=sum(u.memories for u in users),
                 bytes=sum(u.nbytes for u in users), max_bytes=self._max_bytes,
+                spilled_bytes=sum(t.spilled_bytes for u in users for t in u.tables.values()),
                 loads=self._stats.loads, evictions=self._stats.evictions,
                 hits=self._stats.hits, pending_access=sum(len(v) for v in self._pending.values()),
                 load_ms=list(self._stats.load_ms))
@@ -349,7 +385,7 @@ class HotIndexStore(TableServed):
             with self._index:
                 user = self._users.get(scope.key)
                 if user is not None and collection in HOT_COLLECTIONS:
-                    user.tables[collection] = HotTable(self._dim)
+                    user.tables[collection] = self._table(collection)
                 self._pending.pop((collection, scope.key), None)
             return removed
 

@@ -3,7 +3,8 @@
 ``HotTable`` holds what recall needs, computed when a memory is written (or loaded): the
 records, a float32 matrix of their vectors, BM25 postings over ``strata.stores.lexical``'s
 terms (statistics of this user's corpus), and each episode's token vectors for late
-interaction (``strata.recall.late.pack_tokens``, kept as compact bytes). Searches are numpy
+interaction (``strata.recall.late.pack_tokens``, kept as compact bytes, in the heap or in a
+local spill file, ``TokenSpill``). Searches are numpy
 over the rows that pass the filter; they return what the Milvus adapter returns (raw cosine
 and BM25 scores, the same filter semantics), so the ranking code above cannot tell them apart.
 
@@ -15,8 +16,12 @@ from __future__ import annotations
 
 import base64
 import math
+import os
+import tempfile
+import threading
 from collections import Counter
 from collections.abc import Sequence
+from typing import IO
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +31,7 @@ from strata.stores.lexical import BM25_B, BM25_K1, tokenize
 from strata.stores.ports import fuse_rrf
 from strata.stores.row_filter import matches
 
-__all__ = ["RECORD_OVERHEAD_BYTES", "HotTable"]
+__all__ = ["RECORD_OVERHEAD_BYTES", "HotTable", "TokenSpill"]
 
 # Python objects per row (the record model, its payload dict, the term Counter, postings and
 # index entries, the matrix's spare capacity): tracemalloc measured 18.9 KB a row for 419
@@ -38,11 +43,63 @@ RECORD_OVERHEAD_BYTES = 5000
 MAX_MASKS = 64
 
 
-class HotTable:
-    """Rows of one (user, collection): see the module docstring."""
+class TokenSpill:
+    """Packed token vectors kept in an anonymous local file instead of the heap.
 
-    def __init__(self, dim: int) -> None:
+    An episode's token vectors are ~12.5 KB for a LoCoMo turn (32 tokens x 384 int8 + a
+    float16 scale each: already quantised), three quarters of what a hot memory costs, but a
+    recall reads those of its late-interaction candidates only (tens of rows). So a table
+    may append them to this file and keep an offset: a recall reads its candidates' bytes
+    back with ``os.pread`` (from the page cache: the file was just written), the same bytes,
+    so the scores are the same. The file is unlinked at creation (``TemporaryFile``): it
+    vanishes with the table or the process, and holds nothing a restart could read.
+    Append-only; a table that compacts writes a fresh one. Thread-safe."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = directory
+        self._file: IO[bytes] | None = None
+        self._lock = threading.Lock()
+        self.disk_bytes = 0
+
+    def append(self, blob: bytes) -> int:
+        """Store ``blob``; its offset."""
+        with self._lock:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(dir=self.directory)  # noqa: SIM115 (kept open)
+            offset = self.disk_bytes
+            os.pwrite(self._file.fileno(), blob, offset)
+            self.disk_bytes += len(blob)
+            return offset
+
+    def read(self, offset: int, length: int) -> bytes:
+        with self._lock:
+            assert self._file is not None
+            return os.pread(self._file.fileno(), length, offset)
+
+    def fresh(self) -> TokenSpill:
+        """An empty spill in the same directory (for a compacted table)."""
+        return TokenSpill(self.directory)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class HotTable:
+    """Rows of one (user, collection): see the module docstring. ``spill``: keep token
+    vectors in that file, not in the heap (``TokenSpill``)."""
+
+    def __init__(self, dim: int, spill: TokenSpill | None = None) -> None:
         self.dim = dim
+        self._spill = spill
+        # spilled token vectors: offset and length by row (length 0: none)
+        self._tok_at = np.zeros(16 if spill is not None else 0, dtype=np.int64)
+        self._tok_len = np.zeros(16 if spill is not None else 0, dtype=np.int32)
         self._records: list[StoredRecord | None] = []
         self._row: dict[str, int] = {}
         self._matrix = np.zeros((16, dim), dtype=np.float32)
@@ -61,33 +118,67 @@ class HotTable:
 
     # -- writes --------------------------------------------------------------------------
     def put(self, record: StoredRecord, vector: Sequence[float] | npt.NDArray[np.float32],
-            tokens: bytes | None) -> None:
-        """Add or replace a record (its vector, and its packed token vectors if any)."""
+            tokens: bytes | None, terms: Sequence[str] | None = None) -> None:
+        """Add or replace a record (its vector, and its packed token vectors if any).
+        ``terms``: its BM25 terms as the store keeps them (``tokenize(record.text)``, which
+        runs when they are not given)."""
         self._kill(record.id)
         row = len(self._records)
         if row == len(self._matrix):
             self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])
             self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
             self._norms = np.concatenate([self._norms, np.zeros_like(self._norms)])
+            if self._spill is not None:
+                self._tok_at = np.concatenate([self._tok_at, np.zeros_like(self._tok_at)])
+                self._tok_len = np.concatenate([self._tok_len, np.zeros_like(self._tok_len)])
         slim = record.model_copy(update={"vector": None, "tokens": None})
         self._records.append(slim)
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
         self._norms[row] = np.linalg.norm(self._matrix[row])
-        terms = Counter(tokenize(record.text))
-        self._terms.append(terms)
-        self._lengths[row] = sum(terms.values())
+        counts = Counter(tokenize(record.text) if terms is None else terms)
+        self._terms.append(counts)
+        self._lengths[row] = sum(counts.values())
         self._total_length += self._lengths[row]
-        for term, tf in terms.items():
+        for term, tf in counts.items():
             self._postings.setdefault(term, {})[row] = tf
-        if tokens:
-            self._tokens[row] = tokens
+        self._store_tokens(row, tokens)
         self._by_text[record.text] = row
         speaker = (record.payload.get("metadata") or {}).get("speaker")
         if isinstance(speaker, str) and speaker.strip():
             self.speakers.add(speaker.strip())
         self.nbytes += self._row_bytes(slim, tokens)
         self._masks.clear()
+
+    def trim(self) -> None:
+        """Drop the arrays' spare capacity (a loaded table: its rows were all put at once,
+        and doubling left up to half of the vectors' matrix empty)."""
+        n = max(16, len(self._records))
+        self._matrix = self._matrix[:n].copy()
+        self._lengths = self._lengths[:n].copy()
+        self._norms = self._norms[:n].copy()
+        if self._spill is not None:
+            self._tok_at = self._tok_at[:n].copy()
+            self._tok_len = self._tok_len[:n].copy()
+
+    def _store_tokens(self, row: int, tokens: bytes | None) -> None:
+        if not tokens:
+            if self._spill is not None:
+                self._tok_len[row] = 0
+            else:
+                self._tokens.pop(row, None)
+        elif self._spill is not None:
+            self._tok_at[row] = self._spill.append(tokens)
+            self._tok_len[row] = len(tokens)
+        else:
+            self._tokens[row] = tokens
+
+    def _row_tokens(self, row: int) -> bytes | None:
+        if self._spill is None:
+            return self._tokens.get(row)
+        if row >= len(self._tok_len) or not self._tok_len[row]:
+            return None
+        return self._spill.read(int(self._tok_at[row]), int(self._tok_len[row]))
 
     def replace_fields(self, record_id: str, status: MemoryStatus | None = None,
                        payload: dict[str, object] | None = None) -> StoredRecord | None:
@@ -125,7 +216,8 @@ class HotTable:
                 if not posting:
                     del self._postings[term]
         self._total_length -= self._lengths[row]
-        self.nbytes -= self._row_bytes(record, self._tokens.pop(row, None))
+        self.nbytes -= self._row_bytes(record, self._tokens.get(row))  # (a spill: not read)
+        self._store_tokens(row, None)
         if self._by_text.get(record.text) == row:
             del self._by_text[record.text]
         self._records[row] = None
@@ -135,16 +227,25 @@ class HotTable:
         return True
 
     def _compact(self) -> None:
-        keep = [(r, self._matrix[i].copy(), self._tokens.get(i))
+        keep = [(r, self._matrix[i].copy(), self._row_tokens(i))
                 for i, r in enumerate(self._records) if r is not None]
-        fresh = HotTable(self.dim)
+        spill = self._spill
+        fresh = HotTable(self.dim, spill.fresh() if spill is not None else None)
         for record, vector, tokens in keep:
             fresh.put(record, vector, tokens)
         self.__dict__.update(fresh.__dict__)
+        if spill is not None:
+            spill.close()
 
     def _row_bytes(self, record: StoredRecord, tokens: bytes | None) -> int:
-        return (self.dim * 4 + len(tokens or b"") + len(record.text.encode("utf-8"))
-                + RECORD_OVERHEAD_BYTES)
+        """What the row costs the heap (spilled token vectors are on disk: not counted)."""
+        held = len(tokens or b"") if self._spill is None else 0
+        return self.dim * 4 + held + len(record.text.encode("utf-8")) + RECORD_OVERHEAD_BYTES
+
+    @property
+    def spilled_bytes(self) -> int:
+        """Bytes of token vectors in this table's spill file (dead rows' included)."""
+        return self._spill.disk_bytes if self._spill is not None else 0
 
     # -- reads ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -161,18 +262,18 @@ class HotTable:
         assert record is not None
         if not with_vector:
             return record
-        tokens = self._tokens.get(row)
+        tokens = self._row_tokens(row)
         return record.model_copy(update={
             "vector": self._matrix[row].tolist(),
             "tokens": base64.b64encode(tokens).decode("ascii") if tokens else None})
 
     def tokens_of(self, record_id: str) -> bytes | None:
         row = self._row.get(record_id)
-        return None if row is None else self._tokens.get(row)
+        return None if row is None else self._row_tokens(row)
 
     def tokens_for_text(self, text: str) -> bytes | None:
         row = self._by_text.get(text)
-        return None if row is None else self._tokens.get(row)
+        return None if row is None else self._row_tokens(row)
 
     def terms_for_text(self, text: str) -> Counter[str] | None:
         row = self._by_text.get(text)
@@ -180,8 +281,9 @@ class HotTable:
 
     def set_tokens(self, record_id: str, tokens: bytes) -> None:
         row = self._row[record_id]
-        self.nbytes += len(tokens) - len(self._tokens.get(row, b""))
-        self._tokens[row] = tokens
+        if self._spill is None:
+            self.nbytes += len(tokens) - len(self._tokens.get(row, b""))
+        self._store_tokens(row, tokens)
 
     def filtered(self, flt: RecordFilter | None, limit: int | None = None
                  ) -> list[StoredRecord]:

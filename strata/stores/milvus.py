@@ -34,6 +34,7 @@ What stands alone is elsewhere: filter expressions in ``milvus_expr``, when to f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -66,6 +67,26 @@ _OUTPUT = ["pk", "text", "status", "created_at", "updated_at", "confidence", "em
            "payload"]
 ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase"]}
 _SERVER_SCHEMES = ("http://", "https://", "tcp://")  # anything else is a milvus-lite file
+
+
+# milvus-lite 3.x routes a row by its partition key: md5(str(key)) % 16, into "_pk_<n>"
+# (``milvus_lite.engine.collection._insert_with_partition_key``); a read names the bucket.
+# ``tests/unit/test_hot_spill.py`` holds this to where milvus-lite put the rows.
+LITE_BUCKETS = 16
+
+
+def _bucket_name(i: int) -> str:
+    return f"_pk_{i}"
+
+
+def _scope_bucket(scope_key: str) -> str:
+    return _bucket_name(int(hashlib.md5(scope_key.encode()).hexdigest(), 16) % LITE_BUCKETS)
+
+
+def _terms(lexical: str | None) -> list[str]:
+    """``lexical.normalize``'s terms back from its space-joined text (no term holds a
+    space: ``tokenize`` strips its words)."""
+    return lexical.split(" ") if lexical else []
 
 
 @contextmanager
@@ -110,6 +131,7 @@ class MilvusVectorStore:
         self._legacy: set[str] = set()  # collections whose BM25 reads raw ``text``
         self._no_tokens: set[str] = set()  # collections made before the ``tokens`` field
         self._no_sparse: set[str] = set()  # made on a server without BM25: scored here
+        self._bucketed: set[str] = set()  # milvus-lite, scope-keyed: reads name the bucket
         self.flush_stats: dict[str, float] = {"flushes": 0.0, "last_flush_s": 0.0}
         self._deleted: set[Collection] = set()  # collections deleted from since the last purge
         with _milvus_errors("connect"):
@@ -269,7 +291,27 @@ class MilvusVectorStore:
                 self._create(physical, dim)
                 if physical != alias:
                     self._client.create_alias(physical, alias)
+            self._bucketed = {self.name(c) for c in Collection
+                              if self._has_scope_buckets(self.name(c))}
         self._dim = dim
+
+    def _has_scope_buckets(self, name: str) -> bool:
+        """Whether milvus-lite keeps ``name``'s rows in its partition-key buckets (a
+        collection made with ``scope`` as the partition key)."""
+        if self._uri.startswith(_SERVER_SCHEMES):
+            return False  # a server prunes by the partition key itself
+        fields = self._client.describe_collection(name)["fields"]
+        keyed = any(f["name"] == "scope" and f.get("is_partition_key") for f in fields)
+        partitions = set(self._client.list_partitions(name))
+        return keyed and {_bucket_name(i) for i in range(LITE_BUCKETS)} <= partitions
+
+    def _in_scope(self, collection: Collection, scope: Scope) -> dict[str, Any]:
+        """The partition a scope's rows are in, for a read on milvus-lite: its query
+        otherwise assembles every row of every segment of the collection (the cost grew
+        with the store: ~0.6 s at 113k rows), not only the scope's bucket's."""
+        if self.name(collection) not in self._bucketed:
+            return {}
+        return {"partition_names": [_scope_bucket(scope.key)]}
 
     def _has_field(self, name: str, field: str) -> bool:
         return any(f["name"] == field for f in self._client.describe_collection(name)["fields"])
@@ -329,6 +371,18 @@ class MilvusVectorStore:
                 self._client.upsert(self.name(collection), rows)
             self._after_write(collection, len(rows))
 
+    def upsert_many(self, collection: Collection,
+                    items: Sequence[tuple[Scope, StoredRecord]]) -> None:
+        """``upsert`` of many scopes' records in one call (a bulk load: the bench's store of
+        100k+ memories; one call per user costs ~10 ms of milvus-lite's per call)."""
+        rows = [self._row(scope, r, collection) for scope, r in items]
+        if not rows:
+            return
+        with self._writes:
+            with self._gate.reading(), _milvus_errors("upsert"):
+                self._client.upsert(self.name(collection), rows)
+            self._after_write(collection, len(rows))
+
     def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
         if not ids:
             return 0
@@ -380,19 +434,34 @@ class MilvusVectorStore:
         """Every record of the scope, with vectors and token vectors (a hot-index load)."""
         return self._full(collection, scope, filter_expr(scope, None), limit)
 
+    def scan_scope_terms(self, collection: Collection, scope: Scope, limit: int = 16_384
+                         ) -> list[tuple[StoredRecord, list[str] | None]]:
+        """``scan_scope`` with each record's BM25 terms as the row stores them (its
+        ``lexical`` column: ``lexical.tokenize`` of the text at write time; None in a
+        collection without it), so a hot-index load need not tokenize the texts again."""
+        with_terms = self.name(collection) not in self._legacy
+        rows = self._full_rows(collection, scope, filter_expr(scope, None), limit,
+                               ["lexical"] if with_terms else [])
+        return [(record, _terms(row["lexical"]) if with_terms else None)
+                for record, row in rows]
+
     def _full(self, collection: Collection, scope: Scope, expr: str,
               limit: int) -> list[StoredRecord]:
-        fields = [*_OUTPUT, "dense"]
+        return [record for record, _ in self._full_rows(collection, scope, expr, limit, [])]
+
+    def _full_rows(self, collection: Collection, scope: Scope, expr: str, limit: int,
+                   extra: list[str]) -> list[tuple[StoredRecord, dict[str, Any]]]:
+        fields = [*_OUTPUT, "dense", *extra]
         if self.name(collection) not in self._no_tokens:
             fields.append("tokens")
-        rows = self._rows(collection, expr, fields, limit, "get")
-        records = []
+        rows = self._rows(collection, expr, fields, limit, "get", scope)
+        out = []
         for row in rows:
             record = self._record(scope, row)
             record.vector = [float(x) for x in row["dense"]]
             record.tokens = row.get("tokens") or None
-            records.append(record)
-        return records
+            out.append((record, row))
+        return out
 
     def query(
         self,
@@ -401,13 +470,14 @@ class MilvusVectorStore:
         flt: RecordFilter | None = None,
         limit: int = 100,
     ) -> list[StoredRecord]:
-        rows = self._rows(collection, filter_expr(scope, flt), _OUTPUT, limit, "query")
+        rows = self._rows(collection, filter_expr(scope, flt), _OUTPUT, limit, "query", scope)
         return [self._record(scope, row) for row in rows]
 
     def count(self, collection: Collection, scope: Scope) -> int:
         with self._gate.reading(), _milvus_errors("count"):
             rows = self._client.query(self.name(collection), filter=filter_expr(scope, None),
-                                      output_fields=["count(*)"])
+                                      output_fields=["count(*)"],
+                                      **self._in_scope(collection, scope))
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _search(self, collection: Collection, scope: Scope, data: list[Any], field: str,
@@ -416,7 +486,8 @@ class MilvusVectorStore:
         with self._gate.reading(), _milvus_errors("search"):
             result = self._client.search(
                 self.name(collection), data=data, anns_field=field, limit=k,
-                filter=filter_expr(scope, flt), output_fields=_OUTPUT, search_params=params)
+                filter=filter_expr(scope, flt), output_fields=_OUTPUT, search_params=params,
+                **self._in_scope(collection, scope))
         hits = []
         for hit in result[0]:
             entity = dict(hit["entity"])
@@ -458,7 +529,8 @@ class MilvusVectorStore:
         pages until ``k`` pass or none is left."""
         legacy = self.name(collection) in self._legacy
         field = "text" if legacy else "lexical"
-        rows = self._rows(collection, filter_expr(scope, None), ["pk", field], None, "scan")
+        rows = self._rows(collection, filter_expr(scope, None), ["pk", field], None, "scan",
+                          scope)
         terms = tokenize(query) if legacy else query.split()
         docs = [tokenize(r[field]) if legacy else str(r[field]).split() for r in rows]
         scored = sorted(((-s, str(r["pk"])) for s, r in zip(bm25_term_scores(terms, docs), rows,
@@ -480,14 +552,16 @@ class MilvusVectorStore:
         return hits[:k]
 
     def _rows(self, collection: Collection, expr: str, fields: list[str], limit: int | None,
-              action: str) -> list[dict[str, Any]]:
+              action: str, scope: Scope | None = None) -> list[dict[str, Any]]:
         """Up to ``limit`` rows ``expr`` selects (every one: None), in pages past a server's
-        query window (``MilvusFeatures.query_window``; milvus-lite has none)."""
+        query window (``MilvusFeatures.query_window``; milvus-lite has none). ``scope``: the
+        expression selects that scope's rows only (milvus-lite reads its bucket)."""
         name, window = self.name(collection), self._features.query_window
+        where = self._in_scope(collection, scope) if scope is not None else {}
         with self._gate.reading(), _milvus_errors(action):
             if window is None or (limit is not None and limit <= window):
                 return list(self._client.query(name, filter=expr, output_fields=fields,
-                                               limit=limit))
+                                               limit=limit, **where))
             rows = list(self._client.query(name, filter=expr, output_fields=fields,
                                            limit=window))
             if len(rows) < window:

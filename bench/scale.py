@@ -1,0 +1,258 @@
+"""Strata at scale on one node: a milvus-lite store of N memories over U users, a shard's hot
+index over it, and what a cold user, a hot user and a hot memory cost (issue #39).
+
+Build (``--build``): ``--memories`` episodes over ``--users`` users (even shares) plus
+``--locomo-users`` users of ``--locomo-turns`` LoCoMo dev turns each, written to milvus-lite
+at ``--dir`` through ``MilvusVectorStore`` (one upsert per user, as a shard's extraction
+batch writes, or ``--bulk-rows`` rows of many users per call; flushed every ``--flush-rows``
+rows), with vectors and token vectors of the **hash embedder** (384-d; one token vector
+per word). The texts are LoCoMo dev turns, each embedded once and reused across users (the
+bench measures the store and the index, not the model): the ingestion rate is the store's.
+
+Then, on a fresh ``HotIndexStore`` over the store (as a shard after a restart):
+
+* cold first touch: the first recall of ``--cold`` sampled users and of every LoCoMo user
+  (the shard's recall path, ``ShardRecall.recall_memory``, query embedding precomputed), with
+  the load's parts: ``scan_scope`` per collection (milvus-lite's query) and the table build;
+* hot recall: the same users again, ``--hot-rounds`` recalls each;
+* RSS per hot memory: the process's RSS growth over the loads, per memory loaded (and the
+  index's own estimate, ``HotIndexStats.bytes``).
+
+    .venv/bin/python bench/scale.py --dir /tmp/scale100k --build --memories 100000 --users 10000
+    .venv/bin/python bench/scale.py --dir /tmp/scale100k        # the same store, read only
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from strata.layers.memories import LongTermMemory
+from strata.layers.records import memory_id, to_record
+from strata.models import (
+    Collection,
+    MemoryItem,
+    MemoryKind,
+    Provenance,
+    RecallRequest,
+    Scope,
+    StoredRecord,
+)
+from strata.recall.late import embed_queries, pack_tokens
+from strata.shard.longterm import LazyLongTerm
+from strata.shard.recall import ShardRecall
+from strata.stores.embedders import HashEmbedder
+from strata.stores.hot import HotIndexStore
+from strata.stores.milvus import MilvusVectorStore
+from strata.stores.milvus_flush import FlushPolicy
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+DIM = 384
+QUERIES = ["what did she say about the trip", "when did he start painting",
+           "which book was recommended", "how is the new job going", "what are the kids up to"]
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _summary(ms: Sequence[float]) -> dict[str, float]:
+    return {"n": len(ms), "p50": round(statistics.median(ms), 1), "p95": round(_pct(ms, 0.95), 1),
+            "p99": round(_pct(ms, 0.99), 1), "max": round(max(ms), 1)}
+
+
+def locomo_turns(data: Path) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(data.glob("conv-*.json")):
+        conv = json.loads(path.read_text())
+        out += [(t["speaker"], t["text"]) for key, value in conv.items()
+                if key.startswith("session_") and isinstance(value, list) for t in value]
+    return out
+
+
+def user_scope(i: int, locomo: bool = False) -> Scope:
+    return Scope(tenant="scale", user=f"{'locomo' if locomo else 'u'}{i}")
+
+
+class Corpus:
+    """The LoCoMo dev turns with their hash vectors and packed token vectors, computed once."""
+
+    def __init__(self, data: Path) -> None:
+        self.turns = locomo_turns(data)
+        embedder = HashEmbedder(DIM)
+        texts = [t for _, t in self.turns]
+        self.vectors = embedder.encode(texts)
+        self.tokens = [pack_tokens(v) for v in embedder.token_vectors(texts)]
+
+    def records(self, scope: Scope, start: int, n: int) -> list[StoredRecord]:
+        out = []
+        for j in range(n):
+            k = (start + j) % len(self.turns)
+            speaker, text = self.turns[k]
+            item = MemoryItem(id=memory_id(scope, "s1", "episode", f"s1:{j}|{text}"),
+                              kind=MemoryKind.EPISODE, text=text,
+                              provenance=Provenance(session_id="s1", turn_ids=[f"s1:{j}"]),
+                              metadata={"type": "event", "count": 1, "speaker": speaker})
+            record = to_record(item, self.vectors[k].tolist(), "hash-384")
+            record.tokens = self.tokens[k]
+            out.append(record)
+        return out
+
+
+def build(store: MilvusVectorStore, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
+    """Write every user's episodes; the ingestion rate (rows/s) and the time."""
+    store.ensure_collections(DIM)
+    per_user = max(1, args.memories // args.users)
+    rng = random.Random(1)
+    started, written, last = time.perf_counter(), 0, time.perf_counter()
+    plan = [(user_scope(i), per_user) for i in range(args.users)]
+    plan += [(user_scope(i, locomo=True), args.locomo_turns) for i in range(args.locomo_users)]
+    rng.shuffle(plan)  # LoCoMo users' rows land among the others' segments
+    pending: list[tuple[Scope, StoredRecord]] = []
+    for scope, n in plan:
+        start = rng.randrange(len(corpus.turns))
+        records = corpus.records(scope, start, n)
+        if args.bulk_rows:  # many users' rows in one call
+            pending += [(scope, r) for r in records]
+            if len(pending) >= args.bulk_rows:
+                store.upsert_many(Collection.EPISODES, pending)
+                pending = []
+        else:
+            store.upsert(Collection.EPISODES, scope, records)
+        written += n
+        if time.perf_counter() - last > 15:
+            last = time.perf_counter()
+            print(f"  {written:,} rows, {written / (last - started):,.0f} rows/s", flush=True)
+    store.upsert_many(Collection.EPISODES, pending)
+    store.flush()
+    seconds = time.perf_counter() - started
+    return {"rows": written, "seconds": round(seconds, 1), "rows_per_s": round(written / seconds),
+            "write": f"one upsert per {args.bulk_rows} rows" if args.bulk_rows
+            else "one upsert per user"}
+
+
+class TimedStore:
+    """The durable store with ``scan_scope`` timed (the cold load's read)."""
+
+    def __init__(self, inner: MilvusVectorStore) -> None:
+        self.inner = inner
+        self.scan_ms: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def scan_scope(self, collection: Collection, scope: Scope,
+                   limit: int = 16_384) -> list[StoredRecord]:
+        started = time.perf_counter()
+        try:
+            return self.inner.scan_scope(collection, scope, limit)
+        finally:
+            self.scan_ms.append((time.perf_counter() - started) * 1000)
+
+
+def recall(shard: ShardRecall, scope: Scope, query: str, embedded: Any) -> float:
+    started = time.perf_counter()
+    shard.recall_memory(scope, RecallRequest(user_id=scope.user, query=query), None,
+                        lambda: embedded)
+    return (time.perf_counter() - started) * 1000
+
+
+def measure(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any]:
+    embedder = HashEmbedder(DIM)
+    timed = TimedStore(store)
+    hot = HotIndexStore(timed, DIM, tokens=lambda: embedder,  # type: ignore[arg-type,return-value]
+                        max_bytes=args.hot_cap_mib * 2**20, ttl_s=1e9)
+    shard = ShardRecall(LazyLongTerm(lambda: LongTermMemory(hot, embedder)))
+    queries = [(q, embed_queries(embedder, [q])[0]) for q in QUERIES]
+    rng = random.Random(2)
+    users = [user_scope(i) for i in rng.sample(range(args.users), min(args.cold, args.users))]
+    locomo = [user_scope(i, locomo=True) for i in range(args.locomo_users)]
+    recall(shard, Scope(tenant="scale", user="warmup"), *queries[0])  # imports, first calls
+    gc.collect()
+    rss0 = _rss_mb()
+    out: dict[str, Any] = {}
+    for label, group in (("cold", users), ("cold_locomo", locomo)):
+        ms, scans, loads = [], [], []
+        for i, scope in enumerate(group):
+            timed.scan_ms.clear()
+            ms.append(recall(shard, scope, *queries[i % len(queries)]))
+            scans.append(sum(timed.scan_ms))
+            loads.append(hot.stats().load_ms[-1])
+        if ms:
+            out[label] = {"recall_ms": _summary(ms), "load_ms": _summary(loads),
+                          "scan_scope_ms": _summary(scans)}
+    gc.collect()
+    stats = hot.stats()
+    out["rss_mb_growth"] = round(_rss_mb() - rss0, 1)
+    out["hot_memories"] = stats.memories
+    out["rss_per_hot_memory_b"] = round((_rss_mb() - rss0) * 2**20 / max(1, stats.memories))
+    out["estimated_per_memory_b"] = round(stats.bytes / max(1, stats.memories))
+    hot_ms = [recall(shard, scope, *queries[(i + r) % len(queries)])
+              for r in range(args.hot_rounds) for i, scope in enumerate(users + locomo)]
+    out["hot"] = {"recall_ms": _summary(hot_ms)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--build", action="store_true", help="write the store first")
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--locomo-users", type=int, default=3)
+    parser.add_argument("--locomo-turns", type=int, default=700)
+    parser.add_argument("--cold", type=int, default=100, help="sampled users to touch")
+    parser.add_argument("--hot-rounds", type=int, default=3)
+    parser.add_argument("--hot-cap-mib", type=int, default=1024)
+    parser.add_argument("--bulk-rows", type=int, default=0,
+                        help="build: upsert this many rows (of many users) per call; 0: one "
+                             "call per user")
+    parser.add_argument("--flush-rows", type=int, default=20_000)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    store = MilvusVectorStore(str(args.dir / "milvus.db"),
+                              flush_policy=FlushPolicy(args.flush_rows, 60.0))
+    result: dict[str, Any] = {"memories": args.memories, "users": args.users,
+                              "locomo_users": args.locomo_users, "embedder": "hash-384"}
+    meta = args.dir / "meta.json"
+    if args.build:
+        result["ingest"] = build(store, Corpus(args.data), args)
+        meta.write_text(json.dumps({k: result[k] for k in ("memories", "users", "locomo_users")}
+                                   | {"ingest": result["ingest"]}))
+        print("ingest:", result["ingest"], flush=True)
+        # measured on a fresh client, as a restarted shard would read
+        store.close()
+        store = MilvusVectorStore(str(args.dir / "milvus.db"))
+    elif meta.exists():  # the store as it was built
+        result.update(json.loads(meta.read_text()))
+        args.users, args.locomo_users = result["users"], result["locomo_users"]
+    store.ensure_collections(DIM)
+    result.update(measure(store, args))
+    store.close()
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
