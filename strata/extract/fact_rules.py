@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strata.extract.habit_rules import match_habits
+from strata.extract.life_rules import match_life
 from strata.extract.timephrases import strip_time_phrases, zh_number
 
 __all__ = ["FACT_RULES", "FactMatch", "match_facts", "preference_category"]
@@ -112,6 +114,7 @@ def _pref_key(obj: str, verb: str | None) -> str:
 
 
 _PRONOUN_OBJ = re.compile(r"^(?:it|that|this|them|you|those|these|him|her|when|how|what|the idea|"
+                          r"the work|work|my job|the job|"
                           r"你|他|她|它|这|那|什么)\b", re.I)
 
 
@@ -206,7 +209,8 @@ FACT_RULES: list[_Rule] = [
         r"at)\s+" + _CAP, _employer, change=True),
     _en(r"\bi (?:currently |now )?work (?:at|for) " + _CAP, _employer),
     _en(_SUBJ + r"(?:'ve| have)? (?:just |recently |finally |already )?(?:moved|relocated) "
-        r"(?:back |over )?to " + _CAP, _fixed("location.home"), change=True),
+        r"(?:back |over |away )?(?:from (?-i:[A-Z][\w'-]*(?: [A-Z][\w'-]*)*) )?to " + _CAP,
+        _fixed("location.home"), change=True),
     _en(r"\bi(?:'m| am)? ?(?:currently |now )?(?:live|living|based) in " + _CAP,
         _fixed("location.home")),
     _en(r"\bi(?:'m| am) (?:originally )?from " + _CAP, _fixed("identity.origin")),
@@ -289,6 +293,21 @@ FACT_RULES: list[_Rule] = [
 ]
 
 
+# what "I'm a …" names when it is a job: a word for a person who does something
+_JOB_WORD = re.compile(r"(?:er|or|ist|ian|ant|ent|eon|ee|man|woman|nurse|chef|cook|pilot|"
+                       r"student|vet|clerk|coach|barista|model|editor|agent|analyst|officer|"
+                       r"medic|paramedic|tutor|major|intern|resident|freelancer|teacher|"
+                       r"mom|dad)$", re.I)
+_NOT_JOB = re.compile(r"\b(?:owl|lover|fan|person|mess|wreck|beginner|member|owner|believer|"
+                      r"sucker|loser|winner|mother|father|mom|dad|monster|disaster|hater|"
+                      r"eater|drinker|sleeper|talker|thinker|worrier|introvert|extrovert|"
+                      r"nerves|bundle|total|huge|big|night|morning|people|dog|cat)\b", re.I)
+
+
+def _is_job(value: str) -> bool:
+    return bool(_JOB_WORD.search(value.strip())) and not _NOT_JOB.search(value)
+
+
 def match_facts(sentence: str) -> list[FactMatch]:
     """Every fact the rules find in one sentence, the first rule per key winning."""
     found: dict[str, FactMatch] = {}
@@ -298,6 +317,21 @@ def match_facts(sentence: str) -> list[FactMatch]:
             if built is None or built[0] in found:
                 continue
             key, value = built
+            if key == "identity.occupation" and not _is_job(value):
+                continue
             found[key] = FactMatch(key=key, value=value, confidence=rule.confidence,
                                    change=rule.change)
+    for key, value, change in match_life(sentence):  # people, pets, work, home, ...
+        if key == "work.role" and ("identity.occupation" in found or not _is_job(value)):
+            continue
+        if key not in found:
+            found[key] = FactMatch(key=key, value=value, confidence=0.85, change=change)
+    # a pet or a person with a name says what the bare relation says ("my sister Rachel")
+    named = {k.split(":")[0] for k in found if k.startswith(("pet.", "relationship.")) and ":" in k}
+    found = {k: v for k, v in found.items() if k not in named
+             and not (k.startswith("constraint.diet:") and "constraint.diet" in found)}
+    for habit in match_habits(sentence):  # a stable routine is a fact, a one-off an episode
+        key = f"habit.{key_part(habit.activity)}"
+        if key not in found:
+            found[key] = FactMatch(key=key, value=habit.value, confidence=0.85, change=False)
     return list(found.values())

@@ -25,6 +25,8 @@ __all__ = [
     "is_declaration",
     "is_hedged",
     "is_question",
+    "is_reminder",
+    "stated_part",
     "strip_request",
     "unhedged",
 ]
@@ -238,3 +240,37 @@ _REMEMBER_LEAD = re.compile(
 def strip_request(sentence: str) -> str:
     """The content of a remember request: "Make a note that X." → "X."."""
     return _REMEMBER_LEAD.sub("", sentence.strip()).strip() or sentence.strip()
+
+
+# "remember to bring the games", "don't forget to send me the recipe", "remember, it takes
+# time", "记得多喝水", "别忘了准备礼物": a reminder or advice to the listener, not a request to
+# keep something (a note needs the speaker's own information: "remember that I …")
+_REMINDER = re.compile(
+    r"^\s*(?:(?:and|oh|also|just|pls|please|so|but|hey)\s+)*(?:remember|(?:don'?t|do not|never)"
+    r" forget|make sure|be sure)\b(?:\s+to\b|\s*[,!—-]|\s+(?!(?:that\s+)?(?:i|my|me|we|our)\b)"
+    r"(?:it|this|you|your|he|she|they|the)\b)|"
+    r"(?:^|[，,])\s*(?:记得|别忘了|不要忘了|别忘记|千万别忘了?)(?![我跟帮给替])", re.I)
+# a statement with a tag ("I'm allergic to cats, remember?") or told as news ("did I tell
+# you my mom moved in with us?") still states what it says
+_TAG = re.compile(r"[,，]?\s*(?:remember|right|you know|ok|okay|lol|haha|记得吧|对吧|你知道的)"
+                  r"\s*[?？]+\s*$", re.I)
+_NEWS = re.compile(r"^\s*(?:did i (?:ever |already )?(?:tell|mention to) (?:you|u)|guess what|"
+                   r"have i told you|did you hear)\b[,:]?\s*(?:that\s+)?", re.I)
+
+
+def is_reminder(sentence: str) -> bool:
+    """A reminder or advice to the listener ("remember to …", "记得…"): no note is made."""
+    return bool(_REMINDER.search(sentence))
+
+
+def stated_part(sentence: str) -> str:
+    """What a sentence states once a tag question or a news frame is taken off ("I'm
+    allergic to cats, remember?" → "I'm allergic to cats."); the sentence otherwise."""
+    text = sentence.strip()
+    tagged = _TAG.search(text)
+    if tagged and tagged.start() > 0:
+        text = text[:tagged.start()].rstrip() + "."
+    news = _NEWS.match(text)
+    if news and news.end() < len(text):
+        text = text[news.end():].rstrip("?？ ") + "."
+    return text

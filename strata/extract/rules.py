@@ -20,6 +20,8 @@ from strata.extract.intents import (
     is_acknowledgement,
     is_hedged,
     is_question,
+    is_reminder,
+    stated_part,
     strip_request,
     unhedged,
 )
@@ -46,6 +48,16 @@ _EPISODE_TYPES = [
     ("plan", re.compile(r"\b(plan|planning|going to|will|next week|tomorrow)\b|计划|打算|明天|下周",
                         re.I)),
 ]
+# someone else's words ("he said 'I'm not a dog person'") state nothing of the speaker's
+_QUOTED = re.compile(r"(?:said|says|say|told me|tells me|asked|asks|goes|went|was like|wrote|"
+                     r"说|讲|问|写着?)\s*[,:：]?\s*(?:\"[^\"]{1,200}\"|“[^”]{1,200}”|「[^」]{1,200}」)",
+                     re.I)
+_HYPOTHETICAL = re.compile(r"\b(?:if (?:i|we|only)|what if|i wish|wish i|imagine|in another life|"
+                           r"i(?:'d| would) (?:be|have|live|move|buy|quit|become|probably|"
+                           r"totally|definitely))\b|要是|如果|假如|假设|的话|想象一下|但愿", re.I)
+# a liking said with an eye-roll is its opposite ("I just LOVE being on hold 🙄")
+_SARCASM = re.compile(r"[\U0001F644\U0001F643]|\b(?:yeah right|/s)\b|\bjust (?-i:LOVE)\b|"
+                      r"(?:太快乐了|真是太好了|可真行)", re.I)
 _OBJECT = re.compile(r"(?:order|ticket|invoice|case|订单|工单|发票)\s*(?:号|number|no\.?|#)?\s*[:：#]?\s*"
                      r"([A-Za-z0-9-]{3,24})|#(\d{3,12})\b", re.I)
 _NEG = re.compile(r"\b(hate|angry|annoyed|frustrat\w*|terrible|awful|bad|sad|upset|worst)\b|"
@@ -161,12 +173,16 @@ class RuleExtractor:
                 out.append(Candidate(kind=MemoryKind.FACT, text=target.strip(),
                                      intent=Intent.FORGET, provenance=provenance,
                                      event_time=turn.created_at, speaker=speaker_of(turn)))
+        sarcastic = bool(_SARCASM.search(turn.content))
         for sentence in split_sentences(turn.content):
+            sentence = _QUOTED.sub(" ", stated_part(sentence))
             if is_question(sentence):
                 continue  # a question states nothing ("what's a book you remember?")
             if intent is Intent.FORGET and find_forget(sentence) is not None:
                 continue  # "forget that I live in Boston" states nothing either
-            out.extend(self._facts(sentence, intent, provenance, turn))
+            out.extend(c for c in self._facts(sentence, intent, provenance, turn)
+                       if not (sarcastic and (c.key or "").startswith(("preference", "favorite"))
+                               and not re.match(r"dislikes|no longer|不喜欢|不再", c.value or "")))
         out.extend(self._confirmed(turn, own_previous, provenance, intent))
         if intent is Intent.FORGET:
             return out  # what the user wants forgotten is not recorded again as an event
@@ -194,6 +210,8 @@ class RuleExtractor:
 
     def _stated(self, sentence: str, intent: Intent, provenance: Provenance,
                 turn: Turn) -> list[Candidate]:
+        if _HYPOTHETICAL.search(sentence):
+            return []  # "if I lived in Paris …", "要是我有钱…": nothing the speaker is or has
         hedged = is_hedged(sentence)
         when = find_time_phrase(sentence, turn.created_at)
         event_time = when.when if when else turn.created_at
@@ -204,7 +222,8 @@ class RuleExtractor:
             confidence=0.45 if hedged else fact.confidence, source=Source.USER_STATED,
             intent=_fact_intent(intent, sentence, fact.change), scope_tags=_tags(sentence),
             provenance=provenance, event_time=event_time) for fact in matches]
-        if found or intent is Intent.FORGET or not has_remember(sentence):
+        if (found or intent is Intent.FORGET or not has_remember(sentence)
+                or is_reminder(sentence)):
             return found
         text = strip_request(sentence)
         key = f"note:{key_part(redact(text))[:40]}"

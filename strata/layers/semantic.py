@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from pydantic import BaseModel
 
@@ -28,6 +29,16 @@ _STATUS_OF = {Action.INSERT: MemoryStatus.ACTIVE, Action.SUPERSEDE: MemoryStatus
               Action.KEEP_BOTH: MemoryStatus.ACTIVE, Action.PENDING: MemoryStatus.PENDING,
               Action.OBSERVE: MemoryStatus.OBSERVATION}
 MAX_VERSIONS = 1000
+STALE_WEIGHT = 0.5  # an episode stating a superseded value: half its score in recall
+STALE_SEARCH = 50   # episodes looked at for the superseded value, per change
+
+
+def _states(text: str, value: str) -> bool:
+    """Whether ``text`` names ``value`` (a whole word in English, a substring in Chinese)."""
+    low = text.lower()
+    if re.search(r"[\u4e00-\u9fff]", value):
+        return value in low
+    return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", low) is not None
 
 
 class FactWrite(BaseModel):
@@ -110,14 +121,51 @@ class FactStore:
             seen.status, seen.valid_to, seen.superseded_by = MemoryStatus.SUPERSEDED, now, new_id
             seen.updated_at = now
             changed.append(seen)
+        superseded: list[MemoryItem] = []
         if decision.action is Action.SUPERSEDE:
             for old_id in decision.affected:
                 old = self.get(scope, old_id)
                 old.status, old.valid_to, old.superseded_by = MemoryStatus.SUPERSEDED, now, new_id
                 old.updated_at = now
                 changed.append(old)
+                superseded.append(old)
         self._save(scope, changed)
+        for old in superseded:
+            self._stale_episodes(scope, old, item)
         return FactWrite(decision=decision, item=item)
+
+    def _stale_episodes(self, scope: Scope, old: MemoryItem, new: MemoryItem) -> int:
+        """Episodes (and exchanges) that state a superseded value ("I live in Denver") are
+        stale: their weight drops to ``STALE_WEIGHT`` (recall multiplies a memory's score by
+        its weight), so a present-tense question gets the current fact first, while "where
+        did I live before?" still finds them. Only the same person's, said before the
+        change, not naming the new value (the change's own turn names both); how many."""
+        value, current = (old.value or "").strip().lower(), (new.value or "").strip().lower()
+        if len(value) < 2 or value == current:
+            return 0
+        speaker = old.metadata.get("speaker")
+        vector = self._embedder.encode([old.text])[0].tolist()
+        hits = self._vectors.search_hybrid(
+            Collection.EPISODES, scope, vector, old.value or "", STALE_SEARCH,
+            RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD],
+                         visible_to=new.agent or ""))
+        ids = [h.record.id for h in hits if _states(h.record.text, value)
+               and not (current and _states(h.record.text, current))
+               and (not speaker or (h.record.payload.get("metadata") or {}).get(
+                   "speaker") in (None, speaker))]
+        stale = []
+        for row in self._vectors.get(Collection.EPISODES, scope, ids) if ids else []:
+            episode = from_record(row)
+            if row.vector is None or episode.weight <= 0.0 or episode.metadata.get(
+                    "stale_by"):
+                continue  # forgotten (weight 0: an undo restores its weight) or stale already
+            episode = episode.model_copy(update={
+                "weight": min(episode.weight, STALE_WEIGHT),
+                "metadata": {**episode.metadata, "stale_by": new.id, "stale_key": old.key}})
+            stale.append(to_record(episode, row.vector, self._embedder.model_id))
+        if stale:
+            self._vectors.upsert(Collection.EPISODES, scope, stale)
+        return len(stale)
 
     def current(self, scope: Scope, key: str, scope_tags: list[str] | None = None
                 ) -> MemoryItem | None:

@@ -1,0 +1,276 @@
+"""Facts worth keeping, measured like the intents (issue #36): precision and recall of the
+(category, value) pairs the extraction keeps, on a labelled corpus written by writers the
+rules were never shown (``tests/data/facts``).
+
+The split was fixed before any row was read: ``DEV`` (w7, LoCoMo-style chat among friends)
+is developed on; ``HELD_OUT`` (w8 assistant-user, w9 mixed registers) is only ever read as
+aggregate figures. ``--errors`` lists misses and false facts, and only for ``DEV`` rows.
+
+Each row is one turn of a speaker (``speaker``; the turns before it, ``previous``, are the
+context). Two extraction paths are measured on the same rows:
+- ``rules``: ``RuleExtractor()`` alone;
+- ``default``: the extractor ``make_extractor(Settings())`` builds (the shipped session-end
+  path: the rules with the learned confirmation reader).
+Both are followed by the shipped ``WriteFilter`` (what reaches the store); forget candidates
+and keyless facts are left out (they are requests, not facts).
+
+Key → category (``category_of``):
+  identity.name→name · identity.age→age · location.home→home · identity.origin→hometown ·
+  work.* / identity.occupation→work · education.*→education · relationship.* / family.* /
+  person.*→relationship · pet.*→pet · preference.*:X→like (value "dislikes X" / "不喜欢X" /
+  "no longer likes X" → dislike) · favorite.*→like · constraint.no_recommend→dislike ·
+  habit.*→habit · health.* / constraint.allergy→health · constraint.diet→diet ·
+  language.*→language · possession.*→possession · goal.* / plan.*→goal ·
+  anything else (note:, decision:, project.*) → its own name, which no label has: a false
+  fact (a ``note:`` from advice is exactly what the corpus should catch).
+Values match loosely (``values_match``), the value with the words of its key after the
+category (``_matched_text``: "pet.dog:luna" = "Luna" is "Luna dog luna"): lower-cased,
+punctuation and stance words
+("dislikes", "不喜欢", "no longer likes") and English stop words dropped, English words
+crudely stemmed (-s, -es, -ing, -ed); a pair matches when the shorter side's tokens
+(English) or characters (Chinese) are at least half found in the other's. Per row, each gold
+pair is matched by at most one predicted pair of the same category (greedy).
+
+    .venv/bin/python bench/fact_pairs.py              # dev and held-out tables, both paths
+    .venv/bin/python bench/fact_pairs.py --errors 40  # dev misses and false facts
+    PYTHONPATH=/tmp/before .venv/bin/python bench/fact_pairs.py --paths rules  # old rules
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from strata.extract.base import Candidate, Extractor, Intent
+from strata.extract.filters import WriteFilter
+from strata.extract.llm import make_extractor
+from strata.extract.rules import RuleExtractor
+from strata.models import MemoryKind, Role, Turn, utcnow
+from strata.settings import Settings
+
+CORPUS = Path(__file__).parents[1] / "tests" / "data" / "facts"
+DEV = ("w7_friends_chat",)
+HELD_OUT = ("w8_assistant_user", "w9_mixed_registers")
+NEGATIVE_KINDS = ("advice", "question", "quote", "hypothetical", "other_person", "reminder",
+                  "smalltalk", "sarcasm/joke", "sarcasm", "joke")
+
+_PREFIX_CATEGORY = [
+    ("identity.name", "name"), ("identity.age", "age"), ("location.home", "home"),
+    ("identity.origin", "hometown"), ("identity.occupation", "work"), ("work.", "work"),
+    ("education.", "education"), ("relationship.", "relationship"),
+    ("family.", "relationship"), ("person.", "relationship"), ("pet.", "pet"),
+    ("favorite.", "like"), ("constraint.no_recommend", "dislike"), ("habit.", "habit"),
+    ("health.", "health"), ("constraint.allergy", "health"), ("constraint.diet", "diet"),
+    ("language.", "language"), ("possession.", "possession"), ("goal.", "goal"),
+    ("plan.", "goal")]
+_DISLIKE = re.compile(r"^(?:dislikes|no longer likes|doesn't like|does not like)\s+|"
+                      r"^(?:不喜欢|不再喜欢|讨厌)", re.I)
+_STOP = {"a", "an", "the", "my", "our", "his", "her", "their", "to", "of", "in", "at", "on",
+         "for", "with", "and", "is", "are", "i", "me", "it", "as", "from", "by", "s"}
+
+
+def category_of(key: str, value: str) -> str:
+    """The corpus category of a Strata fact key (the table in the module docstring)."""
+    if key.startswith("preference"):
+        return "dislike" if _DISLIKE.search(value) else "like"
+    for prefix, category in _PREFIX_CATEGORY:
+        if key.startswith(prefix):
+            return category
+    return key.split(":")[0].split(".")[0] or "other"
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _units(value: str) -> list[str]:
+    text = _DISLIKE.sub("", value.strip().lower())
+    units = [_stem(w) for w in re.findall(r"[a-z0-9']+", text) if w not in _STOP]
+    return units + re.findall(r"[\u4e00-\u9fff]", text)
+
+
+def values_match(predicted: str, gold: str) -> bool:
+    """Loose value match (module docstring): half of the shorter side found in the other."""
+    a, b = _units(predicted), _units(gold)
+    if not a or not b:
+        return False
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    found = sum(1 for u in short if u in long_)
+    return found / len(short) >= 0.5
+
+
+def load(writers: Sequence[str]) -> list[dict[str, Any]]:
+    rows = []
+    for writer in writers:
+        path = CORPUS / f"{writer}.jsonl"
+        if path.exists():
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                     if line.strip()]
+    return rows
+
+
+def _turn(row: dict[str, Any], n: int) -> Turn:
+    metadata = {"speaker": row["speaker"]} if row.get("speaker") else {}
+    return Turn(turn_id=f"r{n}", session_id=f"s{n}", user_id="u", role=Role.USER,
+                content=row["text"], metadata=metadata,
+                created_at=utcnow() - timedelta(minutes=1))
+
+
+def _previous(row: dict[str, Any]) -> str | None:
+    before = row.get("previous")
+    if isinstance(before, list):
+        before = before[-1] if before else None
+    return str(before) if before else None
+
+
+def predicted_pairs(extractor: Extractor, row: dict[str, Any], n: int
+                    ) -> list[tuple[str, str, str]]:
+    """(category, value, key) of the facts the path keeps for one row."""
+    turn = _turn(row, n)
+    if isinstance(extractor, RuleExtractor):
+        cands: list[Candidate] = extractor.extract([turn], previous=_previous(row))
+    else:
+        cands = extractor.extract([turn])
+    kept = WriteFilter().apply(cands).kept
+    return [(category_of(c.key or "", c.value or ""), _matched_text(c.key or "", c.value or ""),
+             c.key or "") for c in kept
+            if c.kind is MemoryKind.FACT and c.key and c.intent is not Intent.FORGET]
+
+
+def _matched_text(key: str, value: str) -> str:
+    """What a fact's value is compared by: the value and the key's words after its category
+    ("pet.dog:luna" = "Luna" → "Luna dog luna"; "constraint.allergy:cats" = "allergic" →
+    "allergic allergy cats"): the key names what the value is about."""
+    tail = re.split(r"[.:]", key, maxsplit=1)[1:] if ("." in key or ":" in key) else []
+    return " ".join([value, *(re.split(r"[.:]", tail[0]) if tail else [])])
+
+
+def match_row(predicted: Sequence[tuple[str, str, str]], gold: Sequence[dict[str, str]]
+              ) -> tuple[int, list[int], list[int]]:
+    """True positives, and the indexes of unmatched predicted and gold pairs."""
+    free = list(range(len(gold)))
+    false = []
+    for i, (category, value, _) in enumerate(predicted):
+        hit = next((g for g in free if gold[g]["category"] == category
+                    and values_match(value, gold[g]["value"])), None)
+        if hit is None:
+            false.append(i)
+        else:
+            free.remove(hit)
+    return len(predicted) - len(false), false, free
+
+
+class Tally:
+    """Counts of one slice of rows."""
+
+    def __init__(self) -> None:
+        self.rows = self.gold = self.predicted = self.tp = self.false_rows = 0
+
+    def add(self, gold: int, predicted: int, tp: int) -> None:
+        self.rows += 1
+        self.gold += gold
+        self.predicted += predicted
+        self.tp += tp
+        self.false_rows += int(predicted > tp)
+
+    def line(self, name: str) -> str:
+        p = self.tp / self.predicted if self.predicted else float("nan")
+        r = self.tp / self.gold if self.gold else float("nan")
+        return (f"  {name:<26} rows {self.rows:>4}  gold {self.gold:>4}  kept {self.predicted:>4}"
+                f"  tp {self.tp:>4}  P {p:5.3f}  R {r:5.3f}  rows with a false fact "
+                f"{self.false_rows:>3}")
+
+
+def evaluate(extractor: Extractor, rows: Sequence[dict[str, Any]],
+             errors: Callable[[dict[str, Any], list[tuple[str, str, str]], list[int],
+                               list[int]], None] | None = None
+             ) -> tuple[dict[str, Tally], list[float]]:
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    costs = []
+    for n, row in enumerate(rows):
+        start = time.perf_counter()
+        predicted = predicted_pairs(extractor, row, n)
+        costs.append((time.perf_counter() - start) * 1000)
+        gold = row.get("facts") or []
+        tp, false, missed = match_row(predicted, gold)
+        kind = str(row.get("kind") or "?")
+        for name in ("all", f"lang {row['lang']}", f"writer {row['writer']}", f"kind {kind}"):
+            tallies[name].add(len(gold), len(predicted), tp)
+        for cat in {g["category"] for g in gold} | {p[0] for p in predicted}:
+            g_n = sum(1 for g in gold if g["category"] == cat)
+            p_n = [i for i, p in enumerate(predicted) if p[0] == cat]
+            tallies[f"category {cat}"].add(g_n, len(p_n), sum(1 for i in p_n if i not in false))
+        if errors is not None and (false or missed):
+            errors(row, predicted, false, missed)
+    return tallies, costs
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def report(name: str, tallies: dict[str, Tally], costs: list[float]) -> None:
+    print(f"{name}: p50 {statistics.median(costs):.2f} ms / p95 {_pct(costs, 0.95):.2f} ms / "
+          f"p99 {_pct(costs, 0.99):.2f} ms per row")
+    order = sorted(tallies, key=lambda k: (k.split()[0] != "all", k.split()[0], k))
+    for key in order:
+        if key.startswith("kind ") and key[5:] in NEGATIVE_KINDS:
+            print(tallies[key].line(key + " (neg)"))
+        else:
+            print(tallies[key].line(key))
+
+
+def _error_printer(most: int) -> Callable[[dict[str, Any], list[tuple[str, str, str]],
+                                           list[int], list[int]], None]:
+    shown = [0]
+
+    def errors(row: dict[str, Any], predicted: list[tuple[str, str, str]],
+               false: list[int], missed: list[int]) -> None:
+        if shown[0] >= most:
+            return
+        shown[0] += 1
+        print(f"  [{row['kind']}] {row['speaker']}: {row['text']}")
+        for i in false:
+            print(f"      FALSE {predicted[i][2]} = {predicted[i][1]!r}")
+        for g in missed:
+            print(f"      MISS  {row['facts'][g]}")
+    return errors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--paths", default="rules,default",
+                        help="comma-separated: rules, default")
+    parser.add_argument("--errors", type=int, default=0,
+                        help="print up to N dev rows with a miss or a false fact")
+    parser.add_argument("--dev-only", action="store_true")
+    args = parser.parse_args()
+    paths: dict[str, Extractor] = {}
+    for path in args.paths.split(","):
+        paths[path] = RuleExtractor() if path == "rules" else make_extractor(Settings())
+    splits = {"dev": load(DEV)} if args.dev_only else {"dev": load(DEV),
+                                                       "held-out": load(HELD_OUT)}
+    for split, rows in splits.items():
+        print(f"== {split} ({', '.join(sorted(Counter(r['writer'] for r in rows)))}; "
+              f"{len(rows)} rows, {sum(len(r.get('facts') or []) for r in rows)} gold pairs)")
+        for path, extractor in paths.items():
+            # held-out rows are never shown
+            shown = _error_printer(args.errors if split == "dev" else 0)
+            tallies, costs = evaluate(extractor, rows, shown if args.errors else None)
+            report(f"[{split}] {path}", tallies, costs)
+
+
+if __name__ == "__main__":
+    main()
