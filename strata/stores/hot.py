@@ -270,7 +270,7 @@ class HotIndexStore(TableServed):
         def terms(text: str) -> Collection_[str]:
             with self._index:
                 known = table.terms_for_text(text)
-            return known.keys() if known is not None else tokenize(text)
+            return known if known is not None else tokenize(text)
 
         return terms
 

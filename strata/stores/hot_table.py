@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+import sys
 import tempfile
 import threading
 from collections import Counter
@@ -105,7 +106,8 @@ class HotTable:
         self._matrix = np.zeros((16, dim), dtype=np.float32)
         self._lengths = np.zeros(16, dtype=np.float32)
         self._norms = np.zeros(16, dtype=np.float32)
-        self._terms: list[Counter[str] | None] = []
+        # each row's distinct terms (interned: one string object per term of the table)
+        self._terms: list[tuple[str, ...] | None] = []
         self._postings: dict[str, dict[int, int]] = {}
         self._tokens: dict[int, bytes] = {}
         self._by_text: dict[str, int] = {}
@@ -136,8 +138,9 @@ class HotTable:
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
         self._norms[row] = np.linalg.norm(self._matrix[row])
-        counts = Counter(tokenize(record.text) if terms is None else terms)
-        self._terms.append(counts)
+        counts = Counter(sys.intern(t) for t in (tokenize(record.text) if terms is None
+                                                  else terms))
+        self._terms.append(tuple(counts))
         self._lengths[row] = sum(counts.values())
         self._total_length += self._lengths[row]
         for term, tf in counts.items():
@@ -275,7 +278,8 @@ class HotTable:
         row = self._by_text.get(text)
         return None if row is None else self._row_tokens(row)
 
-    def terms_for_text(self, text: str) -> Counter[str] | None:
+    def terms_for_text(self, text: str) -> tuple[str, ...] | None:
+        """The distinct BM25 terms of a text the table holds."""
         row = self._by_text.get(text)
         return None if row is None else self._terms[row]
 
