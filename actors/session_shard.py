@@ -104,6 +104,7 @@ class SessionShard(SessionShardService):
     append_turns = continues_trace(SessionShardService.append_turns)
     close = continues_trace(SessionShardService.close)
     write_longterm = continues_trace(SessionShardService.write_longterm)
+    export_memories = continues_trace(SessionShardService.export_memories)  # a user's export
 
     @continues_trace
     def serve_recall(self, scope: Scope, request: RecallRequest, embedding: list[Any],

@@ -1,19 +1,23 @@
 """The FastAPI ingress: the HTTP face of Strata's services.
 
-The routes are grouped by what they serve, one module each under ``serve_app.routes``;
-``IngressService`` is their union, deployed as the ``Ingress`` deployment. The caller and
-the scope come from FastAPI dependencies (``serve_app.routes.deps``): the tenant from the
-API key, the user from the request — the only way any store is reached. ``guards`` stands
-before every route (size limit, strict JSON, one error shape), and ``ratelimit`` before it
-(the key's and the tenant's request rate: 429 before the body is read).
+The routes are plain functions grouped by what they serve, one module each under
+``serve_app.routes``, holding no state: each takes what it needs as a FastAPI dependency
+(``serve_app.routes.deps``) — the caller and the scope (the tenant from the API key, the
+user from the request: the only way any store is reached) and the one small service it
+uses, out of the replica's ``Replica`` container (``serve_app.replica``). ``Ingress`` is the
+Serve deployment over ``api`` (``@serve.ingress``): its constructor builds the container
+once per replica, and it answers the app handle's ``import_knowledge`` (the demo knowledge
+``strata serve`` loads). ``guards`` stands before every route (size limit, strict JSON, one
+error shape), and ``ratelimit`` before it (the key's and the tenant's request rate: 429
+before the body is read).
 
     routes/health.py       /healthz  /readyz  /metrics
     routes/sessions.py     /v1/sessions/{session_id}/turns, /turns/batch, /close,
-                           /working-memory, /task-state
+                           /working-memory, /task-state; /v1/jobs/{job_id}
     routes/recall.py       /v1/recall  /v1/admin/hot-index
     routes/memories.py     /v1/users/{user_id}/memories[/{memory_id}[/history]],
                            /knowledge/corrections, /follow-ups[/{topic}/feedback],
-                           DELETE /v1/users/{user_id}
+                           /forgets[/{forget_id}/undo], /erasure, DELETE /v1/users/{user_id}
     routes/portability.py  /v1/users/{user_id}/export, /v1/export, /v1/users/{user_id}/import
     routes/knowledge.py    /v1/knowledge/documents (POST), /documents/{doc_id}, /search
     inspector.py           /ui/, /v1/whoami, /v1/users, /v1/knowledge/documents (GET), /v1/queues
@@ -23,23 +27,24 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, cast
+from typing import Any
 
 from fastapi import FastAPI, Request
 from ray import serve
 
 from serve_app import guards, metrics
-from serve_app.inspector import InspectorRoutes
 from serve_app.inspector import router as inspector_router
 from serve_app.options import STOP_QUICKLY
 from serve_app.ratelimit import RateLimitGuard
+from serve_app.replica import Replica
 from serve_app.request_context import RequestContext
 from serve_app.routes import health, knowledge, memories, portability, recall, sessions
-from serve_app.routes.deps import caller, ingress
+from serve_app.routes.deps import caller, replica
 from strata.auth import Principal
+from strata.layers.knowledge import DocumentIn, ImportReport, ValidationQuestion
 from strata.ratelimit import RateLimiter
 
-__all__ = ["IngressDeployment", "IngressService", "api"]
+__all__ = ["Ingress", "IngressDeployment", "api"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,17 +52,17 @@ logger = logging.getLogger(__name__)
 def _body_limit() -> int:
     """STRATA_MAX_BODY_BYTES of the ingress this replica runs (its settings reach the replica
     after the app is built, so the middleware asks for them per request)."""
-    return ingress().max_body_bytes
+    return replica().settings.max_body_bytes
 
 
 def _rate_limiter() -> RateLimiter:
     """The rate limits of the ingress this replica runs (asked per request, as above)."""
-    return ingress().rate_limiter
+    return replica().rate_limiter
 
 
 def _authenticate(request: Request) -> Principal:
-    """The key check of every route, for the MCP endpoint (which is not a method)."""
-    return caller(request)
+    """The key check of every route, for the MCP endpoint (which is not a route)."""
+    return caller(request, replica())
 
 
 try:  # the memory tools over streamable HTTP, at /mcp — with the [mcp] extra installed
@@ -85,19 +90,27 @@ async def _count(request: Request, call_next: Any) -> Any:
     path = getattr(route, "path", "unmatched")
     metrics.observe_request(path, request.method, response.status_code,
                             time.perf_counter() - started)
-    cast("IngressService", ingress()).counted()
+    replica().metrics.counted()
     return response
 
 
 api.add_middleware(RequestContext)  # outermost: the request id and span of every answer
 
 
-class IngressService(health.HealthRoutes, sessions.SessionRoutes, recall.RecallRoutes,
-                     memories.MemoryRoutes, portability.PortabilityRoutes,
-                     knowledge.KnowledgeRoutes, InspectorRoutes):
-    """Routes HTTP to Strata's services (every route group, over one ``IngressState``)."""
+class Ingress:
+    """The ingress deployment of one replica: builds the replica's clients once
+    (``Replica``); the routes of ``api`` reach them through their dependencies."""
+
+    def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
+        self.replica = Replica(settings, embedder, namespace)
+
+    async def import_knowledge(self, tenant: str, documents: list[DocumentIn],
+                               validate: list[ValidationQuestion]) -> ImportReport:
+        """A knowledge import in this replica, through the app handle (``strata serve``'s
+        demo knowledge): what ``POST /v1/knowledge/documents`` runs."""
+        return await self.replica.knowledge.import_documents(tenant, documents, validate)
 
 
 IngressDeployment = serve.deployment(
     name="Ingress", ray_actor_options={"num_cpus": 0}, **STOP_QUICKLY, max_ongoing_requests=256
-)(serve.ingress(api)(IngressService))
+)(serve.ingress(api)(Ingress))

@@ -12,13 +12,13 @@ import asyncio
 import time
 from collections import Counter
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, RedirectResponse
 
-from serve_app.routes.base import IngressState
-from serve_app.routes.deps import Caller
+from serve_app.routes.deps import Caller, Knowledge, Redis, Vectors
 from strata.errors import InvalidInput, NotFound
 from strata.layers.transfer import holds_visible
 from strata.models import Scope
@@ -26,20 +26,21 @@ from strata.stores.keys import QUEUE_HIGH, QUEUE_LOW
 from strata.stores.ports import VectorStore
 from strata.stores.redis_ports import WriteQueues
 
-__all__ = ["UI_DIR", "InspectorRoutes", "queue_report", "router", "tenant_users"]
+__all__ = ["UI_DIR", "queue_report", "router", "tenant_users"]
 
 UI_DIR = Path(__file__).parent / "ui"
 # the only files /ui/ serves; anything else is a 404 (no directory listing, no traversal)
-UI_FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-            "app.css": "text/css; charset=utf-8"}
+UI_FILES = MappingProxyType({"index.html": "text/html; charset=utf-8",
+                             "app.js": "text/javascript; charset=utf-8",
+                             "app.css": "text/css; charset=utf-8"})
 # the page loads nothing but its own files and talks to nothing but this origin
-UI_HEADERS = {
+UI_HEADERS = MappingProxyType({
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
-}
+})
 EXTRACTOR_GROUP = "extractors"
 
 router = APIRouter()
@@ -118,43 +119,42 @@ def _ui_file(name: str) -> FileResponse:
     return FileResponse(UI_DIR / name, media_type=UI_FILES[name], headers=UI_HEADERS)
 
 
-# -- the JSON endpoints (methods of the ingress deployment) ---------------------------------
-class InspectorRoutes(IngressState):
-    """Mixed into the ingress: the endpoints the inspector reads (tenant-scoped)."""
+# -- the JSON endpoints the page reads (tenant-scoped) ---------------------------------------
+@router.get("/v1/whoami")
+async def whoami(principal: Caller) -> dict[str, str | None]:
+    """The tenant, role and agent of the presented key (the inspector's login check)."""
+    return {"tenant": principal.tenant, "role": principal.role, "agent": principal.agent}
 
-    @router.get("/v1/whoami")
-    async def whoami(self, principal: Caller) -> dict[str, str | None]:
-        """The tenant, role and agent of the presented key (the inspector's login check)."""
-        return {"tenant": principal.tenant, "role": principal.role, "agent": principal.agent}
 
-    @router.get("/v1/users")
-    async def list_users(self, principal: Caller, q: str | None = None,
-                         limit: int = 1000) -> dict[str, Any]:
-        """The users of the key's tenant that have long-term memory the caller may see (an
-        agent's key: a user who holds only another agent's private memories is not listed)."""
-        if not 1 <= limit <= 10_000:
-            raise InvalidInput("limit must be between 1 and 10000")
-        if q is not None and len(q) > 128:
-            raise InvalidInput("q must be at most 128 characters")
-        registry = await asyncio.to_thread(self._redis.users.all)
-        users = tenant_users(registry, principal.tenant, q)
-        viewer = principal.viewer()
-        if viewer is not None:
-            vectors = await self._vector_store()
-            users = await asyncio.to_thread(_visible_users, vectors, principal.tenant, users,
-                                            viewer, limit + 1)
-        return {"users": users[:limit], "truncated": len(users) > limit}
+@router.get("/v1/users")
+async def list_users(principal: Caller, redis: Redis, vectors: Vectors, q: str | None = None,
+                     limit: int = 1000) -> dict[str, Any]:
+    """The users of the key's tenant that have long-term memory the caller may see (an
+    agent's key: a user who holds only another agent's private memories is not listed)."""
+    if not 1 <= limit <= 10_000:
+        raise InvalidInput("limit must be between 1 and 10000")
+    if q is not None and len(q) > 128:
+        raise InvalidInput("q must be at most 128 characters")
+    registry = await asyncio.to_thread(redis.users.all)
+    users = tenant_users(registry, principal.tenant, q)
+    viewer = principal.viewer()
+    if viewer is not None:
+        store = await vectors.get()
+        users = await asyncio.to_thread(_visible_users, store, principal.tenant, users,
+                                        viewer, limit + 1)
+    return {"users": users[:limit], "truncated": len(users) > limit}
 
-    @router.get("/v1/knowledge/documents")
-    async def list_documents(self, principal: Caller) -> dict[str, Any]:
-        """The key's tenant's documents, with their versions and chunk statuses."""
-        kb = await self._knowledge()
-        docs = await asyncio.to_thread(kb.documents, principal.tenant)
-        return {"documents": [d.model_dump(mode="json") for d in docs]}
 
-    @router.get("/v1/queues")
-    async def queues(self, principal: Caller) -> dict[str, Any]:
-        """Long-term write queues: this tenant's backlog and extraction lag."""
-        report = await asyncio.to_thread(queue_report, self._redis.queues, principal.tenant,
-                                         principal.role == "admin")
-        return {"tenant": principal.tenant, "queues": report}
+@router.get("/v1/knowledge/documents")
+async def list_documents(principal: Caller, knowledge: Knowledge) -> dict[str, Any]:
+    """The key's tenant's documents, with their versions and chunk statuses."""
+    docs = await knowledge.documents(principal.tenant)
+    return {"documents": [d.model_dump(mode="json") for d in docs]}
+
+
+@router.get("/v1/queues")
+async def queues(principal: Caller, redis: Redis) -> dict[str, Any]:
+    """Long-term write queues: this tenant's backlog and extraction lag."""
+    report = await asyncio.to_thread(queue_report, redis.queues, principal.tenant,
+                                     principal.role == "admin")
+    return {"tenant": principal.tenant, "queues": report}

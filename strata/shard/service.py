@@ -26,6 +26,7 @@ from strata.recall.expansion import make_expander
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
 from strata.shard.erasure import ShardErasure
+from strata.shard.export import ShardExport
 from strata.shard.followups import ShardFollowUps
 from strata.shard.forgets import ShardForgets
 from strata.shard.longterm import LazyLongTerm, ShardMemories
@@ -81,6 +82,7 @@ class SessionShardService:
                                     forgets=redis.forgets)
         self.forgets = ShardForgets(shard_id, self.memories, self.erasure, self._longterm,
                                     forgets=redis.forgets, audit=redis.audit)
+        self.export = ShardExport(self._longterm, self.memories)
 
     @property
     def longterm(self) -> LongTermMemory:
@@ -179,6 +181,9 @@ class SessionShardService:
     def import_memories(self, scope: Scope, items: list[MemoryItem], admin: bool,
                         viewer: str | None = None) -> ImportCounts:
         return self.memories.import_memories(scope, items, admin, viewer)
+
+    def export_memories(self, scope: Scope, viewer: str | None = None) -> list[MemoryItem]:
+        return self.export.export_memories(scope, viewer)
 
     def list_memories(self, scope: Scope, kind: MemoryKind | None, status: str | None,
                       q: str | None, limit: int, viewer: str | None = None,

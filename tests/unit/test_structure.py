@@ -178,3 +178,85 @@ def test_the_figures_check_sees_a_module_constant(tmp_path: Path) -> None:
     path.write_text("BOOST = 1.25\nLIMIT = 4\nWEIGHTS = {'a': 0.5}\ncache = f(maxsize=16)\n")
     assert _module_figures(path) == [("BOOST", 1, True), ("LIMIT", 2, False),
                                      ("WEIGHTS", 3, True)]
+
+
+# -- the HTTP face: route modules hold no state ------------------------------------------------
+ROUTE_MODULES = (*sorted((ROOT / "serve_app" / "routes").glob("*.py")),
+                 ROOT / "serve_app" / "inspector.py")
+# what a route module may bind at module level besides constants: its router, its logger,
+# read-only mappings, compiled patterns, paths and dependency aliases (Annotated[...])
+_ROUTE_MODULE_CALLS = {"api_router", "APIRouter", "getLogger", "compile", "Path",
+                       "MappingProxyType", "frozenset", "tuple"}
+
+
+def _immutable(node: ast.expr) -> bool:
+    """Whether a module-level value holds no state: a constant, a tuple of them, a path
+    expression, an ``Annotated[...]`` alias, or a call ``_ROUTE_MODULE_CALLS`` allows."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_immutable(e) for e in node.elts)
+    if isinstance(node, ast.BinOp):  # Path(__file__).parent / "ui"
+        return _immutable(node.left) and _immutable(node.right)
+    if isinstance(node, ast.Attribute):  # Path(__file__).parent
+        return _immutable(node.value) or isinstance(node.value, ast.Name)
+    if isinstance(node, ast.Name):
+        return node.id == "__file__" or node.id.isupper()
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and node.value.id == "Annotated"
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _ROUTE_MODULE_CALLS
+    return False
+
+
+def _route_state(path: Path) -> list[str]:
+    """What in a route module is state: a module-level binding of a mutable value (a dict,
+    a list, a client, a cache), a ``global`` statement, a route that is a method, or a class
+    whose methods take ``self`` (a route group handlers share as a base)."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.AugAssign):
+            found.append(f"{path.name}:{node.lineno} module-level {ast.unparse(node.target)}")
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [ast.unparse(t) for t in targets]
+            if names != ["__all__"] and not _immutable(node.value):
+                found.append(f"{path.name}:{node.lineno} module-level {', '.join(names)}")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                routed = any("router" in ast.unparse(d) for d in item.decorator_list)
+                first = item.args.args[0].arg if item.args.args else ""
+                if routed or first == "self":
+                    found.append(f"{path.name}:{item.lineno} {node.name}.{item.name}: a route "
+                                 "group's method (routes are functions taking dependencies)")
+    found += [f"{path.name}:{n.lineno} global {', '.join(n.names)}" for n in ast.walk(tree)
+              if isinstance(n, ast.Global)]
+    return found
+
+
+def test_route_modules_hold_no_state() -> None:
+    """Routes are functions that take the replica's services as FastAPI dependencies
+    (``serve_app.routes.deps``); what lives between requests is the ``Replica``'s."""
+    assert len(ROUTE_MODULES) >= 8
+    offenders = [f for path in ROUTE_MODULES for f in _route_state(path)]
+    assert not offenders, offenders
+
+
+def test_the_route_state_check_sees_state(tmp_path: Path) -> None:
+    path = tmp_path / "routes.py"
+    path.write_text(
+        "import re\nfrom types import MappingProxyType\n__all__ = ['router']\n"
+        "router = api_router()\nPATTERN = re.compile('x')\nFILES = MappingProxyType({})\n"
+        "Dep = Annotated[int, Depends(f)]\nLIMIT = 4\n"
+        "CACHE = {}\nseen: list[str] = []\nclient = RedisStore(URL)\nCOUNT = 0\nCOUNT += 1\n"
+        "class Model(BaseModel):\n    x: int\n"
+        "class Routes(IngressState):\n    @router.get('/a')\n    async def a(self): ...\n"
+        "def f():\n    global COUNT\n")
+    assert [f.split(" ", 1)[0] for f in _route_state(path)] == [
+        "routes.py:9", "routes.py:10", "routes.py:11", "routes.py:13", "routes.py:18",
+        "routes.py:20"]
