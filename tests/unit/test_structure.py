@@ -1,7 +1,9 @@
 """The codebase's shape, checked (#19): no import cycles among the product packages, no
 module over ~400 lines without the reason written at its top, ``strata/`` never imports Ray,
-no test patches a constructor, and ranking figures stay in the parameter table
-(``strata.recall.recipes``)."""
+no test patches a constructor, ranking figures stay in the parameter table
+(``strata.recall.recipes``), no product module imports a test double (``strata.testing``),
+and the HTTP face's route modules hold no state (routes are functions taking the replica's
+services as FastAPI dependencies)."""
 
 from __future__ import annotations
 
