@@ -113,7 +113,8 @@ def _pref_key(obj: str, verb: str | None) -> str:
     return f"preference{'.' + category if category else ''}:{key_part(obj)}"
 
 
-_PRONOUN_OBJ = re.compile(r"^(?:it|that|this|them|you|those|these|him|her|when|how|what|the idea|"
+_PRONOUN_OBJ = re.compile(r"^(?:it|that|this|them|you|your|those|these|him|her|when|how|what|"
+                          r"the idea|idea|energy|vibe|the way|feeling|"
                           r"the work|work|my job|the job|"
                           r"你|他|她|它|这|那|什么)\b", re.I)
 

@@ -75,7 +75,11 @@ _NOT_SPEAKERS = re.compile(
     r"的话[，,]|(?:^|[，,])\s*(?:记得|别忘了|不要忘了|别忘记|千万别|一定要)(?!我)", re.I)
 
 _Build = Callable[[re.Match[str]], Iterator[LifeFact]]
-_NOT_OBJ = re.compile(r"^(?:it|that|this|them|you|those|these|him|her|the work|work|life|"
+_LEAD_WORD = re.compile(r"^(?:Honestly|Now|But|And|So|Well|Actually|Yeah|Like|Lol|Also|Plus|Oh|"
+                        r"Anyway|Still|Tbh|Okay|Ok)\s+(?=[A-Z])")
+_NOT_OBJ = re.compile(r"\b(?:your|you|yours|ur)\b|^(?:idea|energy|vibe|vibes|way|feeling|"
+                      r"thought|sound|look|smell|taste|support|effort|it|that|this|them|you|"
+                      r"those|these|him|her|the work|work|life|"
                       r"everything|everyone|people|when|how|what|你|他|她|它|什么|工作)$|"
                       r"[这那]|^(?:现在|这份|那份)", re.I)
 
@@ -140,6 +144,7 @@ def _fixed(key: str, group: str = "obj", change: bool = False) -> _Build:
     def build(match: re.Match[str]) -> Iterator[LifeFact]:
         value = match.group(group).strip(" ,.!?;:'\"，。！？")
         value = re.sub(r"^(?:the|a|an|my|our)\s+", "", value, flags=re.I)
+        value = _LEAD_WORD.sub("", value)  # "Honestly Toronto feels like home"
         if len(value) >= 2:
             yield key.format(value.lower()), value, change
     return build
@@ -147,7 +152,8 @@ def _fixed(key: str, group: str = "obj", change: bool = False) -> _Build:
 
 _CAP_PLACE = r"(?-i:(?P<obj>[A-Z][\w'-]+(?: [A-Z][\w'-]+){0,2}))"
 _ORG = r"(?P<obj>(?:the |a |an |my )?[\w'&-]+(?: [\w'&-]+){0,3}?)"
-_EN_END = r"(?=\s*[,.!?;:)(]|$| and | but | so | now| since| which| because| lol| haha| for | as )"
+_EN_END = (r"(?=\s*(?:[,!?;:)(]|\.(?<!\bSt\.)(?<!\bDr\.)(?<!\bMt\.))|$| and | but | so | now|"
+           r" since| which| because| lol| haha| for | as )")
 _LANGS = (r"(?-i:(?P<obj>Japanese|Spanish|French|German|Italian|Portuguese|Mandarin|Chinese|"
           r"Korean|Arabic|Russian|Hindi|Dutch|Swedish|Greek|Turkish|Vietnamese|Thai|Polish|"
           r"Hebrew|Cantonese|English|Tagalog|Swahili|ASL|sign language))")
@@ -219,13 +225,22 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
                 + _LANGS, re.I), _fixed("language.{0}")),
     (re.compile(r"(?:学|练|说|讲|会)(?:点|一点|了)?" + _ZH_LANGS), _fixed("language.{0}")),
     # -- goals ------------------------------------------------------------------------------
-    (re.compile(r"\b(?:the dream is(?: still)?|my dream is|my goal is|i(?:'m| am) determined "
-                r"to|(?:i'm|i am|we're|we are) saving (?:up )?(?:for|to)|i(?:'ve| have) been "
-                r"thinking (?:a lot )?about|i want to|i'd love to|i hope to|i plan to|"
-                r"my plan is to)\s+(?P<obj>[\w' -]{3,50}?)" + _EN_END, re.I),
+    # a goal says it is one ("the dream is", "saving up to", "目标是"); "I'd love to …" is
+    # mostly politeness in conversation ("I'd love to have you over again")
+    (re.compile(r"\b(?:the dream is(?: still)?|my (?:big |biggest |life )?(?:dream|goal) is|"
+                r"i(?:'m| am) determined to|(?:i'm|i am|we're|we are) saving (?:up )?(?:for|to)|"
+                r"i(?:'ve| have) been thinking (?:a lot )?about (?=going back|moving|starting|"
+                r"becoming|getting|opening|applying|switching|buying)|my plan is to|"
+                r"i(?:'m| am) (?:training|studying|preparing) for|"
+                r"i (?:really )?(?:want|hope|plan) to(?! (?:say|tell|thank|ask|know|see|hear|"
+                r"check|let|make sure|try it|have you)\b))\s+"
+                r"(?P<obj>(?!(?:it|that|this|you|them|there)\b)(?![\w' -]*\byou)"
+                r"[\w' -]{3,50}?)"
+                + _EN_END, re.I),
      _fixed("goal:{0}")),
-    (re.compile(r"(?:目标是|梦想是|我想要?|打算|准备|计划)(?P<obj>[\u4e00-\u9fffA-Za-z0-9]{2,12}?)"
-                r"(?:[，,。！？!?]|$)"), _fixed("goal:{0}")),
+    (re.compile(r"(?:目标是|梦想是|(?:明年|今年|以后|将来)?(?:打算|计划)(?:明年|今年|以后|将来)?)"
+                r"(?P<obj>[\u4e00-\u9fffA-Za-z0-9]{2,12}?)(?:[，,。！？!?]|$)"),
+     _fixed("goal:{0}")),
     (re.compile(r"(?:在)?备考(?P<obj>[\u4e00-\u9fffA-Za-z0-9]{2,8}?)(?:[，,。！？]|$)"),
      _fixed("goal:{0}")),
     # -- health and diet --------------------------------------------------------------------

@@ -48,6 +48,7 @@ _EPISODE_TYPES = [
     ("plan", re.compile(r"\b(plan|planning|going to|will|next week|tomorrow)\b|计划|打算|明天|下周",
                         re.I)),
 ]
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|our|us)\b|我|咱", re.I)
 # someone else's words ("he said 'I'm not a dog person'") state nothing of the speaker's
 _QUOTED = re.compile(r"(?:said|says|say|told me|tells me|asked|asks|goes|went|was like|wrote|"
                      r"说|讲|问|写着?)\s*[,:：]?\s*(?:\"[^\"]{1,200}\"|“[^”]{1,200}”|「[^」]{1,200}」)",
@@ -226,6 +227,8 @@ class RuleExtractor:
                 or is_reminder(sentence)):
             return found
         text = strip_request(sentence)
+        if speaker_of(turn) and not _FIRST_PERSON.search(text):
+            return []  # among people, "remember, Jon, just do it!" is said to the other one
         key = f"note:{key_part(redact(text))[:40]}"
         return [Candidate(kind=MemoryKind.FACT, key=key, value=text, text=text, confidence=0.9,
                           intent=Intent.REMEMBER, scope_tags=_tags(sentence),
