@@ -15,6 +15,8 @@ Then, on a fresh ``HotIndexStore`` over the store (as a shard after a restart):
   (the shard's recall path, ``ShardRecall.recall_memory``, query embedding precomputed), with
   the load's parts: ``scan_scope`` per collection (milvus-lite's query) and the table build;
 * hot recall: the same users again, ``--hot-rounds`` recalls each;
+* ``--ab N``: first, N users' scans with and without naming their partition-key bucket
+  (milvus-lite), alternating in the same process;
 * RSS per hot memory: the process's RSS growth over the loads, per memory loaded (and the
   index's own estimate, ``HotIndexStats.bytes``).
 
@@ -150,7 +152,7 @@ def build(store: MilvusVectorStore, corpus: Corpus, args: argparse.Namespace) ->
 
 
 class TimedStore:
-    """The durable store with ``scan_scope`` timed (the cold load's read)."""
+    """The durable store with its scope scans timed (the cold load's read)."""
 
     def __init__(self, inner: MilvusVectorStore) -> None:
         self.inner = inner
@@ -164,6 +166,14 @@ class TimedStore:
         started = time.perf_counter()
         try:
             return self.inner.scan_scope(collection, scope, limit)
+        finally:
+            self.scan_ms.append((time.perf_counter() - started) * 1000)
+
+    def scan_scope_terms(self, collection: Collection, scope: Scope, limit: int = 16_384
+                         ) -> list[tuple[StoredRecord, list[str] | None]]:
+        started = time.perf_counter()
+        try:
+            return self.inner.scan_scope_terms(collection, scope, limit)
         finally:
             self.scan_ms.append((time.perf_counter() - started) * 1000)
 
@@ -211,6 +221,30 @@ def measure(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any
     return out
 
 
+def scan_ab(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any]:
+    """One scope's scan (``scan_scope_terms``, what a load reads) with and without naming
+    its partition-key bucket, alternating per user in this process: the same rows, and the
+    time of each."""
+    rng = random.Random(3)
+    users = [user_scope(i) for i in rng.sample(range(args.users), min(args.ab, args.users))]
+    users += [user_scope(i, locomo=True) for i in range(args.locomo_users)]
+    out: dict[str, dict[str, list[float]]] = {}
+    for i, scope in enumerate(users):
+        kind = "locomo" if scope.user.startswith("locomo") else "small"
+        got = {}
+        for prune in ((True, False) if i % 2 else (False, True)):
+            store.prune_scopes = prune
+            started = time.perf_counter()
+            rows = store.scan_scope_terms(Collection.EPISODES, scope)
+            ms = (time.perf_counter() - started) * 1000
+            out.setdefault(f"{kind}_{'bucket' if prune else 'all'}", {}).setdefault(
+                "ms", []).append(ms)
+            got[prune] = sorted(r.id for r, _ in rows)
+        assert got[True] == got[False] and got[True], scope.key
+    store.prune_scopes = True
+    return {k: _summary(v["ms"]) for k, v in out.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", type=Path, required=True)
@@ -221,6 +255,8 @@ def main() -> None:
     parser.add_argument("--locomo-turns", type=int, default=700)
     parser.add_argument("--cold", type=int, default=100, help="sampled users to touch")
     parser.add_argument("--hot-rounds", type=int, default=3)
+    parser.add_argument("--ab", type=int, default=0,
+                        help="first: this many users' scans with and without the bucket")
     parser.add_argument("--hot-cap-mib", type=int, default=1024)
     parser.add_argument("--bulk-rows", type=int, default=0,
                         help="build: upsert this many rows (of many users) per call; 0: one "
@@ -247,6 +283,9 @@ def main() -> None:
         result.update(json.loads(meta.read_text()))
         args.users, args.locomo_users = result["users"], result["locomo_users"]
     store.ensure_collections(DIM)
+    if args.ab:
+        result["scan_ab"] = scan_ab(store, args)
+        print("scan A/B:", json.dumps(result["scan_ab"]), flush=True)
     result.update(measure(store, args))
     store.close()
     print(json.dumps(result, indent=1))

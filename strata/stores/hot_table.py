@@ -34,11 +34,12 @@ from strata.stores.row_filter import matches
 
 __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable", "TokenSpill"]
 
-# Python objects per row (the record model, its payload dict, the term Counter, postings and
-# index entries, the matrix's spare capacity): tracemalloc measured 18.9 KB a row for 419
-# LoCoMo turns as episodes against 16.4 KB counted without it (bench/hot_index_memory.py);
-# vectors, token vectors and text are counted exactly.
-RECORD_OVERHEAD_BYTES = 5000
+# Python objects per row (the record model, its payload dicts, the row's terms, postings and
+# index entries): tracemalloc measured 5.1 KB a row for 419 LoCoMo turns as episodes (token
+# vectors spilled, the matrix trimmed) against 1.7 KB counted without it (vector and text;
+# bench/hot_index_bytes.py, 2026-12-03); vectors, heap-held token vectors and text are
+# counted exactly.
+RECORD_OVERHEAD_BYTES = 3500
 # the filter masks kept between writes: a handful of fixed filters, plus those of the dates
 # queries name (strata.recall.service's search of the turns said then)
 MAX_MASKS = 64

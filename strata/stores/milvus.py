@@ -115,8 +115,11 @@ class MilvusVectorStore:
         token: str = "",
         prefix: str = "strata_",
         flush_policy: FlushPolicy | None = None,
+        prune_scopes: bool = True,
     ) -> None:
         self._uri = uri
+        # milvus-lite: a scope's reads name its partition-key bucket (``_in_scope``)
+        self.prune_scopes = prune_scopes
         self._prefix = prefix
         self._policy = flush_policy or FlushPolicy()
         self._lock = threading.Lock()
@@ -309,7 +312,7 @@ class MilvusVectorStore:
         """The partition a scope's rows are in, for a read on milvus-lite: its query
         otherwise assembles every row of every segment of the collection (the cost grew
         with the store: ~0.6 s at 113k rows), not only the scope's bucket's."""
-        if self.name(collection) not in self._bucketed:
+        if not self.prune_scopes or self.name(collection) not in self._bucketed:
             return {}
         return {"partition_names": [_scope_bucket(scope.key)]}
 
