@@ -4,10 +4,11 @@ index over it, and what a cold user, a hot user and a hot memory cost (issue #39
 Build (``--build``): ``--memories`` episodes over ``--users`` users (even shares) plus
 ``--locomo-users`` users of ``--locomo-turns`` LoCoMo dev turns each, written to milvus-lite
 at ``--dir`` through ``MilvusVectorStore`` (one upsert per user, as a shard's extraction
-batch writes, or ``--bulk-rows`` rows of many users per call; flushed every ``--flush-rows``
-rows), with vectors and token vectors of the **hash embedder** (384-d; one token vector
-per word). The texts are LoCoMo dev turns, each embedded once and reused across users (the
-bench measures the store and the index, not the model): the ingestion rate is the store's.
+batch writes, or ``--bulk-rows`` rows of many users per unchecked insert, ``load_new``;
+flushed every ``--flush-rows`` rows), with vectors and token vectors of the **hash
+embedder** (384-d; one token vector per word). The texts are LoCoMo dev turns, each
+embedded once and reused across users (the bench measures the store and the index, not the
+model): the ingestion rate is the store's.
 
 Then, on a fresh ``HotIndexStore`` over the store (as a shard after a restart):
 
@@ -135,7 +136,7 @@ def build(store: MilvusVectorStore, corpus: Corpus, args: argparse.Namespace) ->
         if args.bulk_rows:  # many users' rows in one call
             pending += [(scope, r) for r in records]
             if len(pending) >= args.bulk_rows:
-                store.upsert_many(Collection.EPISODES, pending)
+                store.load_new(Collection.EPISODES, pending)
                 pending = []
         else:
             store.upsert(Collection.EPISODES, scope, records)
@@ -143,11 +144,11 @@ def build(store: MilvusVectorStore, corpus: Corpus, args: argparse.Namespace) ->
         if time.perf_counter() - last > 15:
             last = time.perf_counter()
             print(f"  {written:,} rows, {written / (last - started):,.0f} rows/s", flush=True)
-    store.upsert_many(Collection.EPISODES, pending)
+    store.load_new(Collection.EPISODES, pending)
     store.flush()
     seconds = time.perf_counter() - started
     return {"rows": written, "seconds": round(seconds, 1), "rows_per_s": round(written / seconds),
-            "write": f"one upsert per {args.bulk_rows} rows" if args.bulk_rows
+            "write": f"one unchecked insert per {args.bulk_rows} rows" if args.bulk_rows
             else "one upsert per user"}
 
 
@@ -259,8 +260,8 @@ def main() -> None:
                         help="first: this many users' scans with and without the bucket")
     parser.add_argument("--hot-cap-mib", type=int, default=1024)
     parser.add_argument("--bulk-rows", type=int, default=0,
-                        help="build: upsert this many rows (of many users) per call; 0: one "
-                             "call per user")
+                        help="build: insert this many new rows (of many users) per call; 0: "
+                             "one upsert per user")
     parser.add_argument("--flush-rows", type=int, default=20_000)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path)
