@@ -22,7 +22,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,32 @@ RECORD_OVERHEAD_BYTES = 3500
 # the filter masks kept between writes: a handful of fixed filters, plus those of the dates
 # queries name (strata.recall.service's search of the turns said then)
 MAX_MASKS = 64
+
+
+# Every held record shares one set of field names as pydantic's "fields set" (a record
+# from the store has all of them set; its own set is ~730 B, the largest object of a row).
+# Nothing here dumps with ``exclude_unset``; a copy (``model_copy``) gets a set of its own.
+_ALL_FIELDS = set(StoredRecord.model_fields)
+_INTERN_MAX = 64  # payload strings up to this long are interned (kinds, sources, names)
+
+
+def _compact(record: StoredRecord) -> StoredRecord:
+    object.__setattr__(record, "__pydantic_fields_set__", _ALL_FIELDS)
+    object.__setattr__(record, "embed_model", sys.intern(record.embed_model))
+    return record
+
+
+def _interned(value: Any) -> Any:
+    """``value`` (a payload) with its short strings interned: the same values, one string
+    object for all rows' "episode", "user_stated", "shared", a speaker's name..."""
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _INTERN_MAX else value
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: _interned(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value
 
 
 class TokenSpill:
@@ -134,7 +160,8 @@ class HotTable:
             if self._spill is not None:
                 self._tok_at = np.concatenate([self._tok_at, np.zeros_like(self._tok_at)])
                 self._tok_len = np.concatenate([self._tok_len, np.zeros_like(self._tok_len)])
-        slim = record.model_copy(update={"vector": None, "tokens": None})
+        slim = _compact(record.model_copy(update={"vector": None, "tokens": None,
+                                                  "payload": _interned(record.payload)}))
         self._records.append(slim)
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
@@ -197,8 +224,8 @@ class HotTable:
             update["status"] = status
             self._masks.clear()
         if payload is not None:
-            update["payload"] = payload
-        self._records[row] = current.model_copy(update=update)
+            update["payload"] = _interned(payload)
+        self._records[row] = _compact(current.model_copy(update=update))
         return self._records[row]
 
     def delete(self, ids: Sequence[str]) -> int:

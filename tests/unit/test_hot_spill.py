@@ -157,3 +157,30 @@ def test_milvus_lite_reads_name_the_bucket_where_it_put_the_scope_s_rows(tmp_pat
         assert len(store.search_dense(Collection.EPISODES, scope,
                                       EMB.encode(["peanuts"])[0].tolist(), 5)) == 2
     store.close()
+
+
+def test_held_records_share_their_strings_and_field_names_and_read_back_equal() -> None:
+    table = HotTable(EMB.dim)
+    rows = []
+    for i in range(3):
+        speaker = "".join(["Caro", "line"])  # a fresh string object each time, as JSON gives
+        payload = {"kind": "episode", "metadata": {"speaker": speaker, "tags": ["x" * 3]},
+                   "long": "y" * 100, "weight": 1.0}
+        rows.append(StoredRecord(id=f"r{i}", text=f"text {i}", vector=[1.0] * EMB.dim,
+                                 embed_model="".join(["mo", "del"]), payload=payload))
+    for record in rows:
+        table.put(record.model_copy(deep=True), record.vector or [], None)
+    held = [table.record(r.id) for r in rows]
+    for record, got in zip(rows, held, strict=True):
+        assert got is not None
+        assert got == record.model_copy(update={"vector": None})  # the same values
+    a, b = held[0], held[1]
+    assert a is not None and b is not None
+    assert a.payload["metadata"]["speaker"] is b.payload["metadata"]["speaker"]
+    assert a.embed_model is b.embed_model
+    assert a.model_fields_set is b.model_fields_set == set(StoredRecord.model_fields)
+    copy = a.model_copy(update={"text": "changed"})  # a copy's fields set is its own
+    assert copy.model_fields_set is not a.model_fields_set and copy.text == "changed"
+    replaced = table.replace_fields("r0", payload={**a.payload, "access_count": 1})
+    assert replaced is not None and replaced.payload["access_count"] == 1
+    assert replaced.model_fields_set is b.model_fields_set
