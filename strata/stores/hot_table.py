@@ -135,7 +135,9 @@ class HotTable:
         self._norms = np.zeros(16, dtype=np.float32)
         # each row's distinct terms (interned: one string object per term of the table)
         self._terms: list[tuple[str, ...] | None] = []
-        self._postings: dict[str, dict[int, int]] = {}
+        # term -> {row: tf}; a term of one row only is a (row, tf) pair (most of a user's
+        # terms: a one-entry dict costs ~130 B more)
+        self._postings: dict[str, dict[int, int] | tuple[int, int]] = {}
         self._tokens: dict[int, bytes] = {}
         self._by_text: dict[str, int] = {}
         self._masks: dict[str, npt.NDArray[np.bool_]] = {}
@@ -172,7 +174,13 @@ class HotTable:
         self._lengths[row] = sum(counts.values())
         self._total_length += self._lengths[row]
         for term, tf in counts.items():
-            self._postings.setdefault(term, {})[row] = tf
+            posting = self._postings.get(term)
+            if posting is None:
+                self._postings[term] = (row, tf)
+            elif isinstance(posting, tuple):
+                self._postings[term] = {posting[0]: posting[1], row: tf}
+            else:
+                posting[row] = tf
         self._store_tokens(row, tokens)
         self._by_text[record.text] = row
         speaker = (record.payload.get("metadata") or {}).get("speaker")
@@ -242,7 +250,10 @@ class HotTable:
         assert record is not None and terms is not None
         for term in terms:
             posting = self._postings.get(term)
-            if posting is not None:
+            if isinstance(posting, tuple):
+                if posting[0] == row:
+                    del self._postings[term]
+            elif posting is not None:
                 posting.pop(row, None)
                 if not posting:
                     del self._postings[term]
@@ -360,9 +371,15 @@ class HotTable:
             posting = self._postings.get(term)
             if not posting:
                 continue
-            idf = math.log(1.0 + (alive - len(posting) + 0.5) / (len(posting) + 0.5))
-            rows = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tf = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+            if isinstance(posting, tuple):
+                df = 1
+                rows = np.asarray(posting[:1], dtype=np.int64)
+                tf = np.asarray(posting[1:], dtype=np.float32)
+            else:
+                df = len(posting)
+                rows = np.fromiter(posting.keys(), dtype=np.int64, count=df)
+                tf = np.fromiter(posting.values(), dtype=np.float32, count=df)
+            idf = math.log(1.0 + (alive - df + 0.5) / (df + 0.5))
             norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[rows] / avg)
             scores[rows] += idf * tf * (BM25_K1 + 1) / norm
         return scores

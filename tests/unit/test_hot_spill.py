@@ -184,3 +184,20 @@ def test_held_records_share_their_strings_and_field_names_and_read_back_equal() 
     replaced = table.replace_fields("r0", payload={**a.payload, "access_count": 1})
     assert replaced is not None and replaced.payload["access_count"] == 1
     assert replaced.model_fields_set is b.model_fields_set
+
+
+def test_the_table_s_bm25_is_the_formula_s_through_single_row_terms_and_deletes() -> None:
+    from strata.stores.lexical import bm25_scores
+    table = HotTable(EMB.dim)
+    rows = [r for r, _ in records(90)]
+    for record in rows:
+        table.put(record, record.vector or [], None)
+    table.delete([r.id for r in rows[:35]])  # compacts: single-row terms and dicts rebuilt
+    table.delete([rows[40].id])  # and a delete after it
+    live = [r for r in rows[35:] if r.id != rows[40].id]
+    for query in ("allergic peanuts number 7", "北京 爬山", "roadmap v2.0 ships 88", "ok 3"):
+        want = dict(zip([r.id for r in live], bm25_scores(query, [r.text for r in live]),
+                        strict=True))
+        got = {h.record.id: h.score for h in table.search_lexical(query, 100, None)}
+        assert got == pytest.approx({k: v for k, v in want.items() if v > 0}, rel=1e-5)
+        assert got
