@@ -35,11 +35,11 @@ from strata.stores.row_filter import matches
 __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable", "TokenSpill"]
 
 # Python objects per row (the record model, its payload dicts, the row's terms, postings and
-# index entries): tracemalloc measured 5.1 KB a row for 419 LoCoMo turns as episodes (token
-# vectors spilled, the matrix trimmed) against 1.7 KB counted without it (vector and text;
-# bench/hot_index_bytes.py, 2026-12-03); vectors, heap-held token vectors and text are
-# counted exactly.
-RECORD_OVERHEAD_BYTES = 3500
+# index entries): tracemalloc measured 4.2 KB a row for 419 LoCoMo turns as episodes (token
+# vectors spilled, the matrix trimmed, strings interned) against 1.7 KB counted without it
+# (vector and text; bench/hot_index_bytes.py, 2026-12-03); vectors, heap-held token vectors
+# and text are counted exactly.
+RECORD_OVERHEAD_BYTES = 2500
 # the filter masks kept between writes: a handful of fixed filters, plus those of the dates
 # queries name (strata.recall.service's search of the turns said then)
 MAX_MASKS = 64
