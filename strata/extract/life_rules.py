@@ -91,8 +91,6 @@ def _pref(stance: str) -> _Build:
                      flags=re.I)
         if (len(obj) < 2 and not re.search(r"[\u4e00-\u9fff]", obj)) or _NOT_OBJ.match(obj):
             return
-        if not obj:
-            return
         zh = bool(re.search(r"[\u4e00-\u9fff]", obj))
         verb = match.groupdict().get("verb") or ""
         for part in re.split(r"\s+and\s+|\s*,\s*|和|跟", obj):

@@ -2,7 +2,8 @@
 packaged MiniLM (#36): a stable habit said in a session is an active ``habit.`` fact once
 the session closes (a one-off event of the same activity is not); a change of home
 supersedes the old value with history, and the present-tense question gets the current
-value before anything that still states the old one."""
+value before anything that still states the old one (the old turn's episode is marked stale:
+half its weight), while a question about the past still finds it."""
 
 from __future__ import annotations
 
@@ -88,9 +89,8 @@ def test_a_change_supersedes_with_history_and_the_current_value_ranks_first(
     items = sdk.recall(user, question, session_id=f"c3-{lang}")["items"]
     shown = [(i.get("layer"), i["text"], i.get("score")) for i in items]
     naming = [i["text"] for i in items if old in i["text"] or new in i["text"]]
-    # the current value comes first; the turn that stated the old one, below it
+    # the current value comes first; the turn that stated the old one, below it if at all
     assert naming and new in naming[0], shown
-    assert before in naming[1:], shown
     past = sdk.recall(user, PAST[lang], session_id=f"c4-{lang}")["items"]
     assert any(i["text"] == before for i in past), past  # still there for the past
 
