@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import sys
-import tempfile
-import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +28,7 @@ from strata.models import MemoryStatus, RecordFilter, SearchHit, StoredRecord
 from strata.stores.lexical import BM25_B, BM25_K1, tokenize
 from strata.stores.ports import fuse_rrf
 from strata.stores.row_filter import matches
+from strata.stores.token_spill import TokenSpill
 
 __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable", "TokenSpill"]
 
@@ -69,53 +67,6 @@ def _interned(value: Any) -> Any:
     if isinstance(value, list):
         return [_interned(v) for v in value]
     return value
-
-
-class TokenSpill:
-    """Packed token vectors kept in an anonymous local file instead of the heap.
-
-    An episode's token vectors are ~12.5 KB for a LoCoMo turn (32 tokens x 384 int8 + a
-    float16 scale each: already quantised), three quarters of what a hot memory costs, but a
-    recall reads those of its late-interaction candidates only (tens of rows). So a table
-    may append them to this file and keep an offset: a recall reads its candidates' bytes
-    back with ``os.pread`` (from the page cache: the file was just written), the same bytes,
-    so the scores are the same. The file is unlinked at creation (``TemporaryFile``): it
-    vanishes with the table or the process, and holds nothing a restart could read.
-    Append-only; a table that compacts writes a fresh one. Thread-safe."""
-
-    def __init__(self, directory: str | None = None) -> None:
-        self.directory = directory
-        self._file: IO[bytes] | None = None
-        self._lock = threading.Lock()
-        self.disk_bytes = 0
-
-    def append(self, blob: bytes) -> int:
-        """Store ``blob``; its offset."""
-        with self._lock:
-            if self._file is None:
-                self._file = tempfile.TemporaryFile(dir=self.directory)  # noqa: SIM115 (kept open)
-            offset = self.disk_bytes
-            os.pwrite(self._file.fileno(), blob, offset)
-            self.disk_bytes += len(blob)
-            return offset
-
-    def read(self, offset: int, length: int) -> bytes:
-        with self._lock:
-            assert self._file is not None
-            return os.pread(self._file.fileno(), length, offset)
-
-    def fresh(self) -> TokenSpill:
-        """An empty spill in the same directory (for a compacted table)."""
-        return TokenSpill(self.directory)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-    def __del__(self) -> None:
-        self.close()
 
 
 class HotTable:
@@ -201,6 +152,8 @@ class HotTable:
             self._tok_len = self._tok_len[:n].copy()
 
     def _store_tokens(self, row: int, tokens: bytes | None) -> None:
+        if self._spill is not None and row < len(self._tok_len) and self._tok_len[row]:
+            self._spill.erase(int(self._tok_at[row]), int(self._tok_len[row]))
         if not tokens:
             if self._spill is not None:
                 self._tok_len[row] = 0

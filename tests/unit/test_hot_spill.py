@@ -201,3 +201,24 @@ def test_the_table_s_bm25_is_the_formula_s_through_single_row_terms_and_deletes(
         got = {h.record.id: h.score for h in table.search_lexical(query, 100, None)}
         assert got == pytest.approx({k: v for k, v in want.items() if v > 0}, rel=1e-5)
         assert got
+
+
+def test_a_deleted_or_replaced_row_s_token_bytes_are_zeroed_in_the_spill_file() -> None:
+    """A deleted memory's token vectors leave the file at once, not at the next compaction."""
+    spill = TokenSpill()
+    table = HotTable(EMB.dim, spill=spill)
+    rows = records(8)
+    for record, blob in rows:
+        table.put(record, record.vector or [], blob)
+    at = {r.id: (int(table._tok_at[table._row[r.id]]), len(b)) for r, b in rows}
+    table.delete([rows[0][0].id])
+    offset, length = at[rows[0][0].id]
+    assert spill.read(offset, length) == bytes(length)
+    record, blob = rows[1]
+    table.put(record, record.vector or [], b"\x07" * 9)  # replaced: the old bytes go too
+    offset, length = at[record.id]
+    assert spill.read(offset, length) == bytes(length)
+    assert table.tokens_of(record.id) == b"\x07" * 9
+    for record, blob in rows[2:]:
+        assert table.tokens_of(record.id) == blob
+    spill.close()
