@@ -16,6 +16,7 @@ from actors.shared_embedder import shared_embedder
 from actors.store_owner import vector_store_for
 from actors.traced import continues_trace, traced_methods
 from strata import tracing
+from strata.entities.overlay_redis import RedisEntityEditStore
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
 from strata.layers.summarize import make_summarizer
@@ -61,7 +62,8 @@ class SessionShard(SessionShardService):
         redis = RedisStore(parsed.redis_url, parsed.redis_prefix,
                            wait_replicas=parsed.redis_wait_replicas,
                            wait_timeout_ms=parsed.redis_wait_timeout_ms)
-        super().__init__(shard_id, parsed, redis, make_summarizer(parsed), longterm=longterm)
+        super().__init__(shard_id, parsed, redis, make_summarizer(parsed), longterm=longterm,
+                         entity_edits=RedisEntityEditStore(redis.connection))
         self._stop = threading.Event()
         threading.Thread(target=self._every, args=(sweep_every_s, self._sweep_all),
                          daemon=True).start()

@@ -38,7 +38,15 @@ from serve_app.options import STOP_QUICKLY
 from serve_app.ratelimit import RateLimitGuard
 from serve_app.replica import Replica
 from serve_app.request_context import RequestContext
-from serve_app.routes import health, knowledge, memories, portability, recall, sessions
+from serve_app.routes import (
+    entities,
+    health,
+    knowledge,
+    memories,
+    portability,
+    recall,
+    sessions,
+)
 from serve_app.routes.deps import caller, replica
 from strata.auth import Principal
 from strata.layers.knowledge import DocumentIn, ImportReport, ValidationQuestion
@@ -76,7 +84,7 @@ api = FastAPI(title="Strata", version="0.1.0", lifespan=mcp.lifespan if mcp else
 guards.install(api, body_limit=_body_limit)  # size limit, strict JSON, one error shape
 api.add_middleware(RateLimitGuard, limiter=_rate_limiter)  # before the body limit: 429 first
 api.include_router(inspector_router)  # the inspector: /ui/ and the endpoints it reads
-for group in (health, sessions, recall, memories, portability, knowledge):
+for group in (health, sessions, recall, memories, entities, portability, knowledge):
     api.include_router(group.router)
 if mcp is not None:
     api.add_route("/mcp", mcp, include_in_schema=False)

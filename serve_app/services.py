@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 from actors.directory import ShardDirectory
 from serve_app import metrics
 from serve_app.clients import EmbedderClient, resolve
+from strata.entities.overlay import EntityEdits
 from strata.errors import StrataError
 from strata.models import MemoryItem, RecallResponse, Scope, utcnow
-from strata.portability import ExportHeader, header_line, memory_lines
+from strata.portability import ExportHeader, entity_edits_line, header_line, memory_lines
 from strata.stores.coordination import MetricSamples, MetricsBoard
 from strata.stores.redis_ports import RecallLog
 
@@ -105,9 +106,18 @@ class UserExport:
         items: list[MemoryItem] = await resolve(shard.export_memories.remote(scope, viewer))
         return items
 
+    async def entity_edits(self, scope: Scope, viewer: str | None = None
+                           ) -> dict[str, EntityEdits]:
+        """The user's entity view edits an export carries (``ShardEntities.export_edits``)."""
+        shard = self._shards.for_scope(scope)
+        lanes: dict[str, EntityEdits] = await resolve(
+            shard.export_entity_edits.remote(scope, viewer))
+        return lanes
+
     async def lines(self, tenant: str, users: list[str],
                     viewer: str | None = None) -> AsyncIterator[str]:
-        """The export of ``users``: its header line, then each user's memory lines. The
+        """The export of ``users``: its header line, then each user's memory lines and
+        entity edits line. The
         header and the first user are read before this returns, so a failure there is the
         request's answer rather than a cut stream."""
         info = await self._embedder.info()
@@ -118,8 +128,9 @@ class UserExport:
         async def stream() -> AsyncIterator[str]:
             yield header_line(header)
             for n, user in enumerate(users):
-                items = first if n == 0 else await self.memories(
-                    Scope(tenant=tenant, user=user), viewer)
+                scope = Scope(tenant=tenant, user=user)
+                items = first if n == 0 else await self.memories(scope, viewer)
                 yield "".join(memory_lines(user, items))
+                yield entity_edits_line(user, await self.entity_edits(scope, viewer))
 
         return stream()

@@ -5,14 +5,18 @@
     {"format": "strata.memories", "version": 1, "embed_model": "...", "exported_at": "...",
      "tenant": "acme", "users": ["ann"]}
     {"user_id": "ann", "id": "...", "kind": "fact", "text": "...", "key": "...", ...}
+    {"user_id": "ann", "entity_edits": {"*": {"renamed": {...}, "deleted": [...]}, ...}}
 
 Each memory line holds every field of ``strata.models.MemoryItem`` (every status: a fact's
 superseded versions keep ``valid_to`` and ``superseded_by``) and the user it belongs to. No
 vectors: the importer embeds the texts with its own model, which is also how memories move to
 another embedding model. Ids are kept, so importing a file twice changes nothing the second
-time. A file is parsed and checked whole (``parse_export``) before anything is written; the
-first bad line is named in the ``InvalidInput``. Big exports go in chunks of whole lines,
-each chunk with the header (``split_export``), under the server's body limit.
+time. A user's entity view edits (``strata.entities.overlay``), if any, follow the user's
+memories on one line, by lane (``*`` an admin's, ``~`` a key of no agent's, else the
+agent's); an importer restores them. A file is parsed and checked whole (``parse_export``)
+before anything is written; the first bad line is named in the ``InvalidInput``. Big exports
+go in chunks of whole lines, each chunk with the header (``split_export``), under the
+server's body limit.
 
 A confidence is written as the shortest decimal that reads back as the same float32 (the
 vector store keeps confidence as float32, so a stored 0.9 reads back as 0.8999999761581421
@@ -37,14 +41,15 @@ from pydantic import (
 )
 
 from strata.auth import Principal
+from strata.entities.overlay import ADMIN_LANE, SHARED_LANE, EntityEdits
 from strata.errors import Forbidden, InvalidInput
 from strata.extract.pii import find_pii
 from strata.layers.memory_models import check_fact_key, check_scope_tags
 from strata.models import MemoryItem, check_id
 
-__all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "ExportHeader", "ImportCounts", "MemoryLine",
-           "ParsedExport", "by_user", "export_lines", "float32_decimal", "header_line",
-           "memory_lines", "parse_export", "split_export"]
+__all__ = ["FORMAT", "MEDIA_TYPE", "VERSION", "EntityEditsLine", "ExportHeader", "ImportCounts",
+           "MemoryLine", "ParsedExport", "by_user", "entity_edits_line", "export_lines",
+           "float32_decimal", "header_line", "memory_lines", "parse_export", "split_export"]
 
 FORMAT = "strata.memories"
 VERSION = 1
@@ -85,6 +90,28 @@ class MemoryLine(MemoryItem):
         return MemoryItem.model_validate(self.model_dump(exclude={"user_id"}))
 
 
+class EntityEditsLine(BaseModel):
+    """A user's entity view edits, by lane. Unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    entity_edits: dict[str, EntityEdits]
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return check_id("user_id", value)
+
+    @field_validator("entity_edits")
+    @classmethod
+    def _lanes(cls, value: dict[str, EntityEdits]) -> dict[str, EntityEdits]:
+        for lane in value:
+            if lane not in (ADMIN_LANE, SHARED_LANE):
+                check_id("entity_edits lane (an agent)", lane)
+        return value
+
+
 class ImportCounts(BaseModel):
     """What an import did: new ids, ids whose stored memory differed, ids already identical."""
 
@@ -98,17 +125,26 @@ class ParsedExport(BaseModel):
 
     header: ExportHeader
     lines: list[tuple[int, MemoryLine]]
+    entity_edits: list[tuple[int, EntityEditsLine]] = Field(default_factory=list)
 
     def one_user(self) -> list[MemoryItem]:
         """The memories, all of one user (an import goes into one user, the path's)."""
         first: str | None = None
-        for number, line in self.lines:
-            first = first or line.user_id
-            if line.user_id != first:
-                raise InvalidInput(f"line {number}: user {line.user_id!r} after {first!r}; a "
+        numbered = [(n, line.user_id) for n, line in self.lines] + [
+            (n, line.user_id) for n, line in self.entity_edits]
+        for number, user_id in sorted(numbered):
+            first = first or user_id
+            if user_id != first:
+                raise InvalidInput(f"line {number}: user {user_id!r} after {first!r}; a "
                                    "user import takes one user's lines (split a tenant export "
                                    "by user_id)")
         return [line.item() for _, line in self.lines]
+
+    def edits_of_one_user(self) -> dict[str, EntityEdits]:
+        """The entity view edits of the export's one user (``one_user`` checks the users),
+        by lane; a later line's lane over an earlier's."""
+        return {lane: edits for _, line in self.entity_edits
+                for lane, edits in line.entity_edits.items()}
 
     def in_lane_of(self, principal: Principal) -> list[MemoryItem]:
         """``one_user``'s memories as ``principal`` may write them: an admin's as they are;
@@ -163,6 +199,13 @@ def memory_lines(user_id: str, items: Iterable[MemoryItem]) -> Iterator[str]:
         yield _json_line(short, user_id=user_id)
 
 
+def entity_edits_line(user_id: str, lanes: dict[str, EntityEdits]) -> str:
+    """The line of a user's entity view edits ("" when there are none)."""
+    if not lanes:
+        return ""
+    return _json_line(EntityEditsLine(user_id=user_id, entity_edits=lanes))
+
+
 def export_lines(header: ExportHeader,
                  memories: Iterable[tuple[str, Iterable[MemoryItem]]]) -> Iterator[str]:
     """The export, line by line: the header, then each user's memories."""
@@ -193,6 +236,7 @@ def parse_export(body: bytes | str,
     raw = body.encode("utf-8") if isinstance(body, str) else body
     header: ExportHeader | None = None
     lines: list[tuple[int, MemoryLine]] = []
+    edits: list[tuple[int, EntityEditsLine]] = []
     seen: dict[tuple[str, str], int] = {}
     for number, text in enumerate(raw.split(b"\n"), start=1):
         if not text.strip():
@@ -207,9 +251,13 @@ def parse_export(body: bytes | str,
             if header is None:
                 header = ExportHeader.model_validate(value)
                 continue
+            if "entity_edits" in value:
+                edits.append((number, EntityEditsLine.model_validate(value)))
+                continue
             line = MemoryLine.model_validate(value)
         except ValidationError as exc:
-            what = "the header" if header is None else "a memory"
+            what = ("the header" if header is None else "entity edits"
+                    if "entity_edits" in value else "a memory")
             raise InvalidInput(f"line {number}: not {what}: {_problem(exc)}") from None
         if (field := _secret(line)) is not None:
             raise InvalidInput(f"line {number}: {field} contains sensitive data (ID, card, "
@@ -220,7 +268,7 @@ def parse_export(body: bytes | str,
         lines.append((number, line))
     if header is None:
         raise InvalidInput(f"line 1: empty; an export starts with its header ({FORMAT!r})")
-    return ParsedExport(header=header, lines=lines)
+    return ParsedExport(header=header, lines=lines, entity_edits=edits)
 
 
 def split_export(export: str, max_bytes: int) -> list[str]:

@@ -38,6 +38,7 @@ class ImportSummary(BaseModel):
     updated: int
     unchanged: int
     embed_model_of_file: str
+    entity_edit_lanes: int = 0
 
 
 def _export_body() -> dict[str, Any]:
@@ -71,11 +72,17 @@ async def export_tenant(principal: Caller, export: Export, redis: Redis) -> Json
              response_model=ImportSummary)
 async def import_user(user_id: str, request: Request, principal: Caller, scope: UserScope,
                       shards: Shards) -> ImportSummary:
-    """An export's lines (one user's) into this user, ids kept; checked whole first."""
+    """An export's lines (one user's) into this user, ids kept; checked whole first. Its
+    entity view edits are restored (an agent key's into its own lane)."""
     parsed = parse_export(await request.body(), parse=guards.parse_json)
     parsed.require_may_write(principal)
     items = parsed.in_lane_of(principal)
-    counts: ImportCounts = await resolve(shards.for_scope(scope).import_memories.remote(
+    shard = shards.for_scope(scope)
+    counts: ImportCounts = await resolve(shard.import_memories.remote(
         scope, items, principal.role == "admin", principal.viewer()))
+    lanes = parsed.edits_of_one_user()  # the user's entity view edits, after the memories
+    written = await resolve(shard.import_entity_edits.remote(
+        scope, lanes, principal.viewer())) if lanes else 0
     return ImportSummary(user_id=user_id, lines=len(items), **counts.model_dump(),
-                         embed_model_of_file=parsed.header.embed_model)
+                         embed_model_of_file=parsed.header.embed_model,
+                         entity_edit_lanes=written)

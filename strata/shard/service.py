@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from strata.entities.overlay import EntityEdits, EntityEditStore, InMemoryEntityEditStore
+from strata.entities.view import EntityDetail, EntityList, EntityPatch
 from strata.errors import NotFound
 from strata.extract.base import Candidate
 from strata.extract.intent_model import packaged_detector
@@ -25,6 +27,7 @@ from strata.portability import ImportCounts
 from strata.recall.expansion import make_expander
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.settings import Settings
+from strata.shard.entities import ShardEntities
 from strata.shard.erasure import ShardErasure
 from strata.shard.export import ShardExport
 from strata.shard.followups import ShardFollowUps
@@ -51,11 +54,13 @@ __all__ = ["SessionShardService"]
 class SessionShardService:
     """One shard's sessions and its users' long-term memory (plain class;
     ``actors.session_shard`` wraps it for Ray). ``longterm``: builds the long-term memory on
-    first use (None: a shard of working memory only)."""
+    first use (None: a shard of working memory only); ``entity_edits``: where the users'
+    entity view edits are kept (None: in this process)."""
 
     def __init__(self, shard_id: int, settings: Settings, redis: RedisPorts,
                  summarizer: Summarizer, config: WorkingMemoryConfig | None = None,
-                 longterm: Callable[[], LongTermMemory] | None = None) -> None:
+                 longterm: Callable[[], LongTermMemory] | None = None,
+                 entity_edits: EntityEditStore | None = None) -> None:
         self.shard_id = shard_id
         self._settings = settings
         self._redis = redis
@@ -83,6 +88,10 @@ class SessionShardService:
         self.forgets = ShardForgets(shard_id, self.memories, self.erasure, self._longterm,
                                     forgets=redis.forgets, audit=redis.audit)
         self.export = ShardExport(self._longterm, self.memories)
+        self.entities = ShardEntities(shard_id, self._longterm, self.memories,
+                                      edits=entity_edits or InMemoryEntityEditStore(),
+                                      forgets=redis.forgets, audit=redis.audit,
+                                      forget_grace_s=settings.forget_grace_s)
 
     @property
     def longterm(self) -> LongTermMemory:
@@ -210,7 +219,9 @@ class SessionShardService:
         return self.erasure.delete_memory(scope, memory_id, viewer)
 
     def delete_user(self, scope: Scope) -> dict[str, int]:
-        return self.erasure.delete_user(scope)
+        deleted = self.erasure.delete_user(scope)
+        self.entities.delete_user(scope)  # the entity view's edits go with the user
+        return deleted
 
     def purge_archived_sessions(self, sessions: list[SessionRef], now: float) -> SweepCounts:
         return self.erasure.purge_archived_sessions(sessions, now)
@@ -225,3 +236,31 @@ class SessionShardService:
 
     def finalise_forgets(self, now: float | None = None) -> int:
         return self.forgets.finalise_due(now)
+
+    # -- the entity view (ShardEntities) ---------------------------------------------------
+    def list_entities(self, scope: Scope, viewer: str | None = None, kind: str | None = None,
+                      q: str | None = None, limit: int = 200) -> EntityList:
+        return self.entities.list_entities(scope, viewer, kind, q, limit)
+
+    def entity(self, scope: Scope, entity_id: str, viewer: str | None = None) -> EntityDetail:
+        return self.entities.entity(scope, entity_id, viewer)
+
+    def edit_entity(self, scope: Scope, entity_id: str, patch: EntityPatch,
+                    viewer: str | None = None) -> EntityDetail:
+        return self.entities.edit_entity(scope, entity_id, patch, viewer)
+
+    def delete_entity(self, scope: Scope, entity_id: str,
+                      viewer: str | None = None) -> dict[str, int | str]:
+        return self.entities.delete_entity(scope, entity_id, viewer)
+
+    def forget_entity(self, scope: Scope, entity_id: str, viewer: str | None = None,
+                      admin: bool = False) -> ForgetView:
+        return self.entities.forget_entity(scope, entity_id, viewer, admin)
+
+    def export_entity_edits(self, scope: Scope,
+                            viewer: str | None = None) -> dict[str, EntityEdits]:
+        return self.entities.export_edits(scope, viewer)
+
+    def import_entity_edits(self, scope: Scope, lanes: dict[str, EntityEdits],
+                            viewer: str | None = None) -> int:
+        return self.entities.import_edits(scope, lanes, viewer)

@@ -22,6 +22,7 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     fu:{session}:count       string  follow-ups proposed in the session
     forgets:{scope}          hash    the user's recent forget requests (turn + target -> request)
     deleted:{scope}          set     "<session>:<turn>" of the turns the user's deletes took
+    entity-edits:{scope}     hash    the user's entity view edits (lane -> edits as JSON)
     rate:key:{digest}        hash    an API key's token bucket {tokens, at} (the key's digest)
     rate:tenant:{tenant}     hash    a tenant's token bucket {tokens, at}
 """
@@ -46,6 +47,7 @@ __all__ = [
     "deleted_turn",
     "deleted_turns",
     "due_member",
+    "entity_edits",
     "followup_count",
     "followup_outcomes",
     "followup_quiet",
@@ -138,6 +140,10 @@ def forgets(scope: Scope) -> str:
 
 def deleted_turns(scope: Scope) -> str:
     return f"deleted:{scope.key}"
+
+
+def entity_edits(scope: Scope) -> str:
+    return f"entity-edits:{scope.key}"
 
 
 def forgets_due(shard: int) -> str:

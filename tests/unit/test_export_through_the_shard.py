@@ -114,7 +114,8 @@ def test_the_export_route_streams_each_user_read_by_its_shard(
     assert [(line["user_id"], line["text"]) for line in lines] == [
         ("u", "is vegetarian"), ("u", "planned a trip to Oslo"), ("u", "a private note"),
         ("v", "likes chess")]
-    assert shards.calls == ["export_memories", "export_memories"]  # one read per user
+    # per user, one read of its memories and one of its entity view edits (none here)
+    assert shards.calls == ["export_memories", "export_entity_edits"] * 2
     assert len(parse_export(resp.text).lines) == 4  # what an import reads back
 
 
