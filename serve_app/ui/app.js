@@ -7,7 +7,8 @@ const USER_STORAGE = "strata.user";
 const LAYERS = [["fact", "Facts"], ["episode", "Episodes"], ["procedure", "Procedures"]];
 const $ = (id) => document.getElementById(id);
 
-const state = { user: "", view: "memories", pendingDelete: null, editing: null };
+const state = { user: "", view: "memories", pendingDelete: null, editing: null,
+  entities: [], entityEditing: null, entityAction: null };
 
 // -- API ----------------------------------------------------------------------------------
 class ApiError extends Error {
@@ -125,7 +126,7 @@ async function pickUser(user) {
 // -- views ----------------------------------------------------------------------------------
 function show(view) {
   state.view = view;
-  for (const v of ["memories", "history", "recall", "knowledge", "queues"]) {
+  for (const v of ["memories", "history", "entities", "recall", "knowledge", "queues"]) {
     $(`view-${v}`).hidden = v !== view;
   }
   for (const tab of document.querySelectorAll(".tab")) {
@@ -138,6 +139,7 @@ function show(view) {
 async function refresh() {
   try {
     if (state.view === "memories") await loadMemories();
+    else if (state.view === "entities") await loadEntities();
     else if (state.view === "knowledge") await loadKnowledge();
     else if (state.view === "queues") await loadQueues();
   } catch (err) {
@@ -305,6 +307,149 @@ async function confirmDelete() {
   }
 }
 
+// -- entities -------------------------------------------------------------------------------
+function entityParams() {
+  const params = new URLSearchParams({ limit: "1000" });
+  if ($("entity-agent").value.trim()) params.set("agent", $("entity-agent").value.trim());
+  return params;
+}
+
+async function loadEntities() {
+  const box = $("entities");
+  $("entity-detail").replaceChildren();
+  if (!state.user) {
+    box.replaceChildren(el("p", { class: "muted", text: "Pick a user to see their entities." }));
+    return;
+  }
+  const params = entityParams();
+  if ($("entity-type").value) params.set("type", $("entity-type").value);
+  if ($("entity-q").value.trim()) params.set("q", $("entity-q").value.trim());
+  const listed = await api("GET", userPath(`/entities?${params}`));
+  state.entities = listed.entities;
+  box.replaceChildren(listed.entities.length ? table(
+    ["entity", "type", "mentions", "sessions", "links", "last mentioned", ""],
+    listed.entities.map(entityRow))
+    : el("p", { class: "muted", text: "No entities in the memories you may see." }));
+  say(`${listed.entities.length} of ${listed.total} entities of ${state.user} ` +
+    `(from ${listed.memories_read} memories)`);
+}
+
+function linksOf(e) {
+  const parts = [];
+  if (e.within.length) parts.push(`in ${e.within.join(" → ")}`);
+  for (const link of e.links) {
+    if (link.kind === "in_place") continue;  // said by "in …" above
+    parts.push(`${link.kind.replace("_", " ")}: ${link.name}`);
+  }
+  return parts.join(" · ") || "—";
+}
+
+function entityRow(e) {
+  return el("tr", { "data-entity-id": e.id, "data-entity-name": e.name },
+    el("td", {},
+      el("button", { type: "button", class: "link entity-open", text: e.name,
+        onclick: () => openEntity(e.id) }),
+      e.aliases.length ? el("div", { class: "prov", text: `also ${e.aliases.join(", ")}` })
+        : null),
+    el("td", {}, el("span", { class: "badge", text: e.type })),
+    el("td", { class: "num mentions", text: String(e.mentions) }),
+    el("td", { class: "num", text: String(e.sessions) }),
+    el("td", { class: "links", text: linksOf(e) }),
+    el("td", { text: fmtTime(e.last_mentioned_at) }),
+    el("td", {}, el("div", { class: "actions" },
+      el("button", { type: "button", class: "small secondary entity-edit", text: "Edit",
+        onclick: () => openEntityEdit(e) }),
+      el("button", { type: "button", class: "small danger entity-delete", text: "Delete",
+        onclick: () => askEntity(e, "delete") }),
+      el("button", { type: "button", class: "small danger entity-forget", text: "Forget",
+        onclick: () => askEntity(e, "forget") }))));
+}
+
+async function openEntity(id) {
+  const d = await api("GET", userPath(`/entities/${encodeURIComponent(id)}?${entityParams()}`));
+  const facts = [["name", d.name], ["type", d.type], ["also known as", d.aliases.join(", ")],
+    ["in", d.within.join(" → ")], ["links", linksOf({ ...d, within: [] })],
+    ["contains", d.contains.map((c) => c.name).join(", ")],
+    ["mentions", `${d.mentions} memories in ${d.sessions} session(s)`]];
+  $("entity-detail").replaceChildren(
+    el("h3", { text: `${d.name} — what the memories say, newest first` }),
+    el("dl", { class: "kv card", id: "entity-summary" },
+      ...facts.flatMap(([k, v]) => [el("dt", { text: k }),
+        el("dd", { "data-field": k, text: v || "—" })])),
+    table(["when", "memory", "kind", "via", "provenance"],
+      d.mention_list.map((m) => el("tr", { "data-memory-id": m.memory_id },
+        el("td", { text: fmtTime(m.at) }),
+        el("td", {}, el("div", { text: m.text }), el("div", { class: "prov", text: m.memory_id })),
+        el("td", { text: m.kind }),
+        el("td", { text: m.via ? (d.contains.find((c) => c.target === m.via) || {}).name || m.via
+          : "—" }),
+        el("td", {}, provenance({ session_id: m.session_id, turn_ids: m.turn_ids }))))));
+  say(`${d.name}: ${d.mention_list.length} memories`);
+}
+
+function openEntityEdit(e) {
+  state.entityEditing = e;
+  $("entity-note").textContent = `${e.type} ${e.key}`;
+  $("entity-name").value = e.name;
+  $("entity-retype").value = e.type;
+  $("entity-merge").replaceChildren(el("option", { value: "", text: "— don't merge —" }),
+    ...state.entities.filter((o) => o.id !== e.id)
+      .map((o) => el("option", { value: o.id, text: `${o.name} (${o.type})` })));
+  $("entity-error").textContent = "";
+  $("entity-dialog").showModal();
+}
+
+async function saveEntity(event) {
+  event.preventDefault();
+  const e = state.entityEditing;
+  const patch = {};
+  const name = $("entity-name").value.trim();
+  if (name && name !== e.name) patch.name = name;
+  if ($("entity-retype").value !== e.type) patch.type = $("entity-retype").value;
+  if ($("entity-merge").value) patch.merge_into = $("entity-merge").value;
+  if (!Object.keys(patch).length) { $("entity-dialog").close(); return; }
+  try {
+    const saved = await api("PATCH",
+      userPath(`/entities/${encodeURIComponent(e.id)}?${entityParams()}`), patch);
+    $("entity-dialog").close();
+    await loadEntities();
+    say(`Saved: ${saved.name}`);
+  } catch (err) {
+    $("entity-error").textContent = String(err);
+  }
+}
+
+function askEntity(e, action) {
+  state.entityAction = { entity: e, action };
+  $("entity-confirm-title").textContent = action === "delete"
+    ? `Delete the entity “${e.name}”?` : `Forget everything about “${e.name}”?`;
+  $("entity-confirm-text").textContent = `${e.type}, named by ${e.mentions} memories`;
+  $("entity-confirm-note").textContent = action === "delete"
+    ? "It leaves this entity view; the memories that name it stay."
+    : "Every memory you see that names it is hidden now and deleted when the grace period " +
+      "ends; until then it can be undone from the user's forgets.";
+  $("entity-confirm-ok").textContent = action === "delete" ? "Delete" : "Forget";
+  $("entity-confirm-dialog").returnValue = "";
+  $("entity-confirm-dialog").showModal();
+}
+
+async function confirmEntity() {
+  const pending = state.entityAction;
+  state.entityAction = null;
+  if (!pending || $("entity-confirm-dialog").returnValue !== "ok") return;
+  const { entity, action } = pending;
+  const path = userPath(`/entities/${encodeURIComponent(entity.id)}` +
+    `${action === "forget" ? "/forget" : ""}?${entityParams()}`);
+  try {
+    const answer = await api(action === "delete" ? "DELETE" : "POST", path);
+    await loadEntities();
+    say(action === "delete" ? `Deleted the entity ${entity.name}`
+      : `Forgot ${answer.hidden} memories naming ${entity.name} (undo: forget ${answer.forget_id})`);
+  } catch (err) {
+    say(String(err), true);
+  }
+}
+
 // -- recall playground ----------------------------------------------------------------------
 async function runRecall(event) {
   event.preventDefault();
@@ -451,6 +596,10 @@ function wire() {
   $("edit-form").addEventListener("submit", saveEdit);
   $("edit-cancel").addEventListener("click", () => $("edit-dialog").close());
   $("confirm-dialog").addEventListener("close", confirmDelete);
+  $("entity-filters").addEventListener("submit", (e) => { e.preventDefault(); refresh(); });
+  $("entity-form").addEventListener("submit", saveEntity);
+  $("entity-cancel").addEventListener("click", () => $("entity-dialog").close());
+  $("entity-confirm-dialog").addEventListener("close", confirmEntity);
   $("recall-form").addEventListener("submit", runRecall);
   $("knowledge-refresh").addEventListener("click", refresh);
   $("queues-refresh").addEventListener("click", refresh);

@@ -26,6 +26,10 @@ SCREENSHOTS = Path(os.environ.get(
     "STRATA_UI_SCREENSHOTS", Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"))
 # the machine may be busy (a shared 2-core box): wait for the page longer than the default 5 s
 expect.set_options(timeout=30_000)
+# and for Serve's HTTP proxy to be ready longer than Serve's 5 s: at a load average of 20 its
+# worker has been seen to take longer, and the controller then kills it (serve.start fails
+# with ActorDiedError); Ray's workers read the variable from the environment they inherit
+os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
 KEYS = {
     "acme-admin-key": {"tenant": "acme", "role": "admin"},
     "acme-agent-key": {"tenant": "acme", "role": "agent"},

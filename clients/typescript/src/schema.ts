@@ -503,6 +503,81 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/entities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Entities
+         * @description The entities the user's memories name (those the calling agent may see), most
+         *     mentioned first, with their links; ``type``, ``q`` (in a name or alias): only those.
+         */
+        get: operations["list_entities_v1_users__user_id__entities_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/entities/{entity_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Entity
+         * @description One entity: its links, what it contains, and every memory naming it (or what it
+         *     contains) across sessions, newest first.
+         */
+        get: operations["get_entity_v1_users__user_id__entities__entity_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Entity
+         * @description The entity leaves the view; the memories naming it stay (to forget them too:
+         *     ``POST …/entities/{entity_id}/forget``).
+         */
+        delete: operations["delete_entity_v1_users__user_id__entities__entity_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit Entity
+         * @description Rename, retype, or merge into another entity (``merge_into``: its id); kept for the
+         *     user in the caller's lane. Answers the entity as it now is (after a merge: the one it
+         *     joined).
+         */
+        patch: operations["edit_entity_v1_users__user_id__entities__entity_id__patch"];
+        trace?: never;
+    };
+    "/v1/users/{user_id}/entities/{entity_id}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forget Entity
+         * @description Forget every memory the caller sees that names the entity: hidden at once, listed by
+         *     ``GET …/forgets``, undoable with ``POST …/forgets/{forget_id}/undo`` for the grace
+         *     period, then deleted with their source turns.
+         */
+        post: operations["forget_entity_v1_users__user_id__entities__entity_id__forget_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/export": {
         parameters: {
             query?: never;
@@ -555,7 +630,8 @@ export interface paths {
         put?: never;
         /**
          * Import User
-         * @description An export's lines (one user's) into this user, ids kept; checked whole first.
+         * @description An export's lines (one user's) into this user, ids kept; checked whole first. Its
+         *     entity view edits are restored (an agent key's into its own lane).
          */
         post: operations["import_user_v1_users__user_id__import_post"];
         delete?: never;
@@ -682,6 +758,169 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** EntityDetail */
+        EntityDetail: {
+            /**
+             * Id
+             * @description the entity's id in the API (URL-safe)
+             */
+            id: string;
+            /**
+             * Key
+             * @description its id in the entity index: kind and normalised name
+             */
+            key: string;
+            /** Name */
+            name: string;
+            type: components["schemas"]["EntityType"];
+            /** Aliases */
+            aliases?: string[];
+            /** Place Level */
+            place_level?: string | null;
+            /**
+             * Mentions
+             * @description memories that name it (or an entity merged into it)
+             */
+            mentions: number;
+            /**
+             * Sessions
+             * @description sessions those memories came from
+             */
+            sessions: number;
+            /** Last Mentioned At */
+            last_mentioned_at?: string | null;
+            /**
+             * Within
+             * @description a place's containing places, nearest first
+             */
+            within?: string[];
+            /** Links */
+            links?: components["schemas"]["EntityLinkView"][];
+            /**
+             * Contains
+             * @description entities inside or on this one
+             */
+            contains?: components["schemas"]["EntityLinkView"][];
+            /** Mention List */
+            mention_list?: components["schemas"]["EntityMention"][];
+        };
+        /**
+         * EntityLinkView
+         * @description A link as shown: its kind, where it leads (an entity's API id, or a category's name)
+         *     and the name to show.
+         */
+        EntityLinkView: {
+            kind: components["schemas"]["LinkKind"];
+            /** Target */
+            target: string;
+            /** Name */
+            name: string;
+            /**
+             * Entity
+             * @description whether target is an entity of the view (else a category, or a person the user talks with)
+             */
+            entity: boolean;
+        };
+        /** EntityList */
+        EntityList: {
+            /** Entities */
+            entities: components["schemas"]["EntitySummary"][];
+            /**
+             * Total
+             * @description entities in the view before type, q and limit
+             */
+            total: number;
+            /**
+             * Memories Read
+             * @description the visible memories the view was derived from
+             */
+            memories_read: number;
+        };
+        /**
+         * EntityMention
+         * @description A memory that names the entity (or, ``via``, an entity inside it: Florida's Tampa).
+         */
+        EntityMention: {
+            /** Memory Id */
+            memory_id: string;
+            kind: components["schemas"]["MemoryKind"];
+            /** Text */
+            text: string;
+            /** Session Id */
+            session_id?: string | null;
+            /** Turn Ids */
+            turn_ids?: string[];
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Speaker */
+            speaker?: string | null;
+            /**
+             * Via
+             * @description the API id of the entity inside this one that the memory names
+             */
+            via?: string | null;
+        };
+        /**
+         * EntityPatch
+         * @description ``PATCH /v1/users/{user_id}/entities/{entity_id}``: a new name, a new type, or a
+         *     merge into another entity (by its API id) — at least one.
+         */
+        EntityPatch: {
+            /** Name */
+            name?: string | null;
+            type?: components["schemas"]["EntityType"] | null;
+            /** Merge Into */
+            merge_into?: string | null;
+        };
+        /** EntitySummary */
+        EntitySummary: {
+            /**
+             * Id
+             * @description the entity's id in the API (URL-safe)
+             */
+            id: string;
+            /**
+             * Key
+             * @description its id in the entity index: kind and normalised name
+             */
+            key: string;
+            /** Name */
+            name: string;
+            type: components["schemas"]["EntityType"];
+            /** Aliases */
+            aliases?: string[];
+            /** Place Level */
+            place_level?: string | null;
+            /**
+             * Mentions
+             * @description memories that name it (or an entity merged into it)
+             */
+            mentions: number;
+            /**
+             * Sessions
+             * @description sessions those memories came from
+             */
+            sessions: number;
+            /** Last Mentioned At */
+            last_mentioned_at?: string | null;
+            /**
+             * Within
+             * @description a place's containing places, nearest first
+             */
+            within?: string[];
+            /** Links */
+            links?: components["schemas"]["EntityLinkView"][];
+        };
+        /**
+         * EntityType
+         * @description What an entity is. ``NAME``: a proper noun nothing else resolved (a person, a pet, a
+         *     band, a title — the turn did not say which).
+         * @enum {string}
+         */
+        EntityType: "person" | "pet" | "place" | "organisation" | "thing" | "event" | "title" | "name";
         /**
          * ErasureRequest
          * @description Forget a memory (``memory_id``) or everything about the user, then check that
@@ -833,6 +1072,11 @@ export interface components {
             unchanged: number;
             /** Embed Model Of File */
             embed_model_of_file: string;
+            /**
+             * Entity Edit Lanes
+             * @default 0
+             */
+            entity_edit_lanes?: number;
         };
         /** IntentResult */
         IntentResult: {
@@ -925,6 +1169,12 @@ export interface components {
          * @enum {string}
          */
         Layer: "working" | "facts" | "episodes" | "procedures" | "knowledge";
+        /**
+         * LinkKind
+         * @description How one entity leads to another (or to a category).
+         * @enum {string}
+         */
+        LinkKind: "in_place" | "category" | "platform" | "same_as" | "relation" | "owner";
         /**
          * MemoryCreate
          * @description Body of ``POST /v1/users/{user_id}/memories``.
@@ -3853,6 +4103,454 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_entities_v1_users__user_id__entities_get: {
+        parameters: {
+            query?: {
+                type?: components["schemas"]["EntityType"] | null;
+                q?: string | null;
+                limit?: number;
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityList"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_entity_v1_users__user_id__entities__entity_id__get: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                entity_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityDetail"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_entity_v1_users__user_id__entities__entity_id__delete: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                entity_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    edit_entity_v1_users__user_id__entities__entity_id__patch: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                entity_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntityPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityDetail"];
+                };
+            };
+            /** @description no API key, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such route, session, memory or document */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the write contradicts what is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is over STRATA_MAX_BODY_BYTES; it was not read */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; nothing was written */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a per-scope cap or a queue bound was reached, or the key's or tenant's rate limit (rate_limited: retry after Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget_entity_v1_users__user_id__entities__entity_id__forget_post: {
+        parameters: {
+            query?: {
+                agent?: string | null;
+            };
+            header?: never;
+            path: {
+                entity_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetView"];
                 };
             };
             /** @description no API key, or an unknown one */
