@@ -4,10 +4,11 @@ as data, and a per-user index from entity to the memories that mention it.
 
 ``extract_entities`` reads one text; ``EntityIndex`` holds a user's entities, their links
 and mentions; ``reach`` answers which memories a question's entities and asked-for kinds
-("what state", "which instruments") lead to. Not yet wired into recall or the API.
+("what state", "which instruments") lead to, ``ranked`` orders them; the hot index keeps
+one per user (``strata.stores.hot_entities``) for recall's ``entities`` stage.
 """
 
-from strata.entities.asked import Asked, Reach, asked_for, reach
+from strata.entities.asked import SOURCES, Asked, Reach, asked_for, ranked, reach, source_of
 from strata.entities.extract import extract_entities, extract_mentions
 from strata.entities.gazetteer import Gazetteer, Place, default_gazetteer
 from strata.entities.index import EntityIndex, EntityStore, InMemoryEntityStore
@@ -22,7 +23,8 @@ from strata.entities.models import (
     entity_id,
 )
 
-__all__ = ["Asked", "CategoryLexicon", "Entity", "EntityIndex", "EntityIndexSnapshot",
+__all__ = ["SOURCES", "Asked", "CategoryLexicon", "Entity", "EntityIndex", "EntityIndexSnapshot",
            "EntityStore", "EntityType", "Gazetteer", "InMemoryEntityStore", "Link", "LinkKind",
            "Mention", "Place", "Reach", "Term", "asked_for", "default_gazetteer",
-           "default_lexicon", "entity_id", "extract_entities", "extract_mentions", "reach"]
+           "default_lexicon", "entity_id", "extract_entities", "extract_mentions", "ranked",
+           "reach", "source_of"]

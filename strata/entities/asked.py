@@ -15,7 +15,18 @@ from strata.entities.extract import continent_adjective, extract_entities
 from strata.entities.index import EntityIndex
 from strata.entities.models import EntityType
 
-__all__ = ["Asked", "Reach", "asked_for", "reach"]
+__all__ = ["SOURCES", "Asked", "Reach", "asked_for", "ranked", "reach", "source_of"]
+
+# the index's sources, by the reasons ``reach`` gives: the gazetteer (a place, a place
+# level), the category lexicon (a thing, a category) and the proper nouns (a name, a title,
+# the people a question asks for)
+SOURCES = ("gazetteer", "lexicon", "names")
+_SOURCE_PREFIXES = {"gazetteer": ("entity:place:", "level:"),
+                    "lexicon": ("entity:thing:", "category:"),
+                    "names": ("entity:name:", "entity:title:", "entity:person:",
+                              "entity:pet:", "entity:organisation:", "entity:event:",
+                              "people:")}
+_RRF_K = 60
 
 # a word of the question → the categories it asks for
 _ASKED_CATEGORIES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
@@ -155,3 +166,36 @@ def reach(index: EntityIndex, question: str, lang: str = "en",
             for memory in typed(index.turns_at_level(level, asked.within)):
                 out.memories[memory].add(f"level:{level}")
     return out
+
+
+def source_of(reason: str) -> str:
+    """The source a reason of ``reach`` comes from (one of ``SOURCES``)."""
+    for source, prefixes in _SOURCE_PREFIXES.items():
+        if reason.startswith(prefixes):
+            return source
+    return "names"  # an entity of another type is a name the turns used
+
+
+def ranked(reached: Reach, cosine: dict[str, float],
+           sources: Collection[str] = SOURCES) -> list[str]:
+    """The reached memories that ``cosine`` holds (their cosine to the query; a memory it
+    lacks is not a candidate: gone, or not the caller's to see), best first by reciprocal
+    rank fusion of their cosine and their reasons' specificity (the sum over its reasons
+    of one over how many memories that reason reaches: a named entity of three turns
+    outweighs the "activity" category of sixty) — the order chosen on the dev
+    conversations (``bench/entity_ceiling.py``). Only the reasons of ``sources`` count."""
+    why = {m: {r for r in reasons if source_of(r) in sources}
+           for m, reasons in reached.memories.items() if m in cosine}
+    why = {m: reasons for m, reasons in why.items() if reasons}
+    size: dict[str, int] = defaultdict(int)
+    for reasons in why.values():
+        for reason in reasons:
+            size[reason] += 1
+    by_cosine = sorted(why, key=lambda m: (-cosine[m], m))
+    rarity = {m: sum(1.0 / size[r] for r in reasons) for m, reasons in why.items()}
+    by_rarity = sorted(by_cosine, key=lambda m: -rarity[m])  # ties keep the cosine order
+    score: dict[str, float] = defaultdict(float)
+    for order in (by_cosine, by_rarity):
+        for rank, memory in enumerate(order):
+            score[memory] += 1.0 / (_RRF_K + rank + 1)
+    return sorted(by_cosine, key=lambda m: -score[m])

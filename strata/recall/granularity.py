@@ -38,7 +38,7 @@ spending two items on it; when both its neighbours are, with the one ``neighbour
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -95,6 +95,7 @@ class _Asked:
     periods: Sequence[Period]  # the dates it names
     answer: Answer | None  # the kind of answer it asks for
     people: Collection[str]  # the conversation's speakers
+    reached: Mapping[str, float] = field(default_factory=dict)  # the entities stage's turns
 
 
 def _session(record: StoredRecord) -> str:
@@ -242,6 +243,10 @@ def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked: _Asked
             if added is not None:
                 turn += added
                 unit.terms.append((stage.value, added))
+        reached = asked.reached.get(unit.record.id)
+        if reached is not None:  # the entity index's own weight (the entities stage)
+            turn += recipe.entity_weight * reached
+            unit.terms.append((Stage.ENTITIES.value, recipe.entity_weight * reached))
         unit.final = turn
         if penalty:
             taken = recipe.question_penalty * asking_share(unit.record.text)
@@ -284,11 +289,14 @@ def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
 def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
                        fetch: Callable[[list[str]], list[SearchHit]], query: str,
                        recipe: RecallRecipe, late: LateScorer | None = None,
-                       terms_of: TermsOf = tokenize) -> list[SearchHit]:
+                       terms_of: TermsOf = tokenize,
+                       reached: Mapping[str, float] | None = None) -> list[SearchHit]:
     """Turn-level hits (some merged with their neighbour), best first. ``fetch`` scores the
     named turns (both raw similarities) that only an exchange found; ``late``, if given,
     re-scores the best turns token by token (see the module's docstring); ``terms_of``
-    gives a text's terms (an index that stored them at write time saves tokenizing)."""
+    gives a text's terms (an index that stored them at write time saves tokenizing);
+    ``reached``: the turns the entity index reached (the entities stage), each getting
+    ``entity_weight`` × its value."""
     hits = {h.record.id: h for h in turn_hits}
     missing = sorted({m for h in exchange_hits for m in _members(h.record)} - hits.keys())
     if missing:
@@ -303,7 +311,8 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
                            _coverage(terms, h.record.text, terms_of)) for h in exchange_hits]
     asked = _Asked(_named_speaker(query, units.values()),
                    mentioned_periods(query) if recipe.runs(Stage.TIME_BOOST) else [],
-                   questioned(query) if recipe.runs(Stage.ANSWER_BOOST) else None, people)
+                   questioned(query) if recipe.runs(Stage.ANSWER_BOOST) else None, people,
+                   reached if reached and recipe.runs(Stage.ENTITIES) else {})
     everything, best = _rank(units, exchanges, asked, recipe)
     if late is not None and recipe.runs(Stage.LATE_INTERACTION) and everything:
         everything.sort(key=lambda u: u.final, reverse=True)

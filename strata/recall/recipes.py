@@ -17,10 +17,11 @@ from pydantic import BaseModel, Field, field_validator
 
 from strata.errors import InvalidInput
 from strata.models import Layer, MemoryKind
-from strata.recall.stages import DEFAULT_STAGES, Stage, check_stages
+from strata.recall.stages import DEFAULT_STAGES, ORDER, Stage, check_stages
 
-__all__ = ["BY_HAND", "DEFAULT", "DENSE_ONLY", "HYBRID_RRF", "LEXICAL_ONLY", "POOLED", "RECIPES",
-           "TURNS_ONLY", "RecallRecipe", "choose_recipe", "without"]
+__all__ = ["BY_HAND", "DEFAULT", "DENSE_ONLY", "ENTITY_PROFILES", "ENTITY_SOURCES", "HYBRID_RRF",
+           "LEXICAL_ONLY", "POOLED", "RECIPES", "TURNS_ONLY", "RecallRecipe", "choose_recipe",
+           "with_stages", "without"]
 
 BY_HAND = "chosen by hand"
 _LOO = "leave-one-conversation-out on LoCoMo dev"
@@ -29,6 +30,7 @@ _SWEEP = (f"{_LOO}, 2026-12-01: one step either side of the default, no fold's c
           f"held out; kept ({_DOC}late-interaction-over-the-querys-content-words-and-a-weight"
           "-sweep-that-finds-nothing-20-14-2026-12-01-afternoon)")
 _TURNS_THAT_ASK = f"{_DOC}names-out-of-the-dense-query-and-turns-that-ask-20-2026-12-01-evening"
+ENTITY_SOURCES = ("gazetteer", "lexicon", "names")  # strata.entities.asked.SOURCES
 _RELATIVE_DATES = (f"{_DOC}relative-dates-in-the-context-and-four-ranking-ideas-that-do-not-"
                    "help-20-2026-12-01-night")
 
@@ -62,6 +64,23 @@ class RecallRecipe(BaseModel):
         f"({_DOC}turns-said-on-the-date-a-question-names-20-2026-12-02-late-morning)", ge=0)
     max_dates: int = _param(4, "the dates of one query whose turns are searched (a search "
                             "each: bounded)", ge=0)
+    # -- the entity index's candidates (strata.recall.service, strata.recall.granularity) --
+    entity_candidates: int = _param(
+        20, "episodes: the turns the user's entity index reaches that join the candidates, "
+        "best first by RRF of their cosine and their reasons' specificity",
+        BY_HAND + " (the candidate ceiling's cap, 2026-12-03: reach ≤20 kept most of the "
+        f"gain; {_DOC}the-entity-indexs-candidate-ceiling-what-the-first-stage-could-see-with-"
+        "it-38-2026-12-03)", ge=1)
+    entity_weight: float = _param(
+        0.2, "+ this for a turn the entity index reached (one of the entity_candidates), "
+        "whether the search found it or not", BY_HAND, ge=0.0)
+    entity_found_too: bool = _param(
+        True, "entity_weight lifts the reached turns the search found as well (false: only "
+        "the ones the entity index added, a separate source rather than a boost)")
+    entity_sources: tuple[str, ...] = _param(
+        ("gazetteer", "lexicon", "names"), "what the entity index may reach through: the "
+        "gazetteer (places, place levels), the category lexicon (things, categories), the "
+        "proper nouns (names, titles, the people a question asks for)")
     # -- fusion score (strata.recall.scoring) ----------------------------------------------
     layer_weights: dict[Layer, float] = _param(lambda: {
         Layer.WORKING: 1.2, Layer.FACTS: 0.8, Layer.EPISODES: 0.8, Layer.PROCEDURES: 0.8,
@@ -162,6 +181,14 @@ class RecallRecipe(BaseModel):
         "when the request has a session); none: whatever the route picks")
     description: str = ""
 
+    @field_validator("entity_sources")
+    @classmethod
+    def _known_sources(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(sources) - set(ENTITY_SOURCES))
+        if unknown:
+            raise ValueError(f"unknown entity sources {unknown}; of {list(ENTITY_SOURCES)}")
+        return sources
+
     @field_validator("stages")
     @classmethod
     def _stages_in_order(cls, stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
@@ -175,6 +202,11 @@ class RecallRecipe(BaseModel):
 def without(*left_out: Stage) -> tuple[Stage, ...]:
     """The default stages but ``left_out``."""
     return tuple(s for s in DEFAULT_STAGES if s not in left_out)
+
+
+def with_stages(*added: Stage) -> tuple[Stage, ...]:
+    """The default stages and ``added``, in the order stages run."""
+    return tuple(s for s in ORDER if s in DEFAULT_STAGES or s in added)
 
 
 HYBRID_RRF = RecallRecipe(name="hybrid")
@@ -208,9 +240,30 @@ SUPPORT = RecallRecipe(
                                    Layer.PROCEDURES: 1.0, Layer.KNOWLEDGE: 1.3},
     description="a support desk: the knowledge base and procedures first, the user's "
                 "memories as background")
+# The entity index as a candidate source (#38): the candidates the leave-one-conversation-
+# out choice compared (``bench/locomo_loo.py``), and each source alone (the ablation).
+_ENTITIES = with_stages(Stage.ENTITIES)
+ENTITY_PROFILES = (
+    RecallRecipe(name="entities", stages=_ENTITIES,
+                 description="the default with the entity index's candidates"),
+    *(RecallRecipe(name=f"entities-w{round(w * 100)}", stages=_ENTITIES, entity_weight=w,
+                   description=f"the entities profile with entity_weight {w}")
+      for w in (0.1, 0.3, 0.4)),
+    RecallRecipe(name="entities-c10", stages=_ENTITIES, entity_candidates=10,
+                 description="the entities profile with 10 entity candidates"),
+    *(RecallRecipe(name=f"entities-added-w{round(w * 100)}-c{c}", stages=_ENTITIES,
+                   entity_weight=w, entity_candidates=c, entity_found_too=False,
+                   description=f"only the turns the index added get entity_weight {w}; "
+                   f"{c} entity candidates")
+      for w, c in ((0.2, 20), (0.3, 10), (0.2, 10))),
+    *(RecallRecipe(name=f"entities-only-{source}", stages=_ENTITIES,
+                   entity_sources=(source,),
+                   description=f"the entities profile reaching through the {source} alone")
+      for source in ENTITY_SOURCES))
 DEFAULT = HYBRID_RRF
 RECIPES: dict[str, RecallRecipe] = {r.name: r for r in (
-    HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, QA, ADVISOR, SUPPORT)}
+    HYBRID_RRF, DENSE_ONLY, LEXICAL_ONLY, TURNS_ONLY, POOLED, QA, ADVISOR, SUPPORT,
+    *ENTITY_PROFILES)}
 
 
 def choose_recipe(requested: str | None, key: str | None = None,

@@ -106,7 +106,7 @@ class ScoreBreakdown:
 
 # the boosts' keys in the flat ``parts``
 _BOOST_PARTS = {Stage.SPEAKER_BOOST: "speaker", Stage.TIME_BOOST: "time",
-                Stage.ANSWER_BOOST: "answer"}
+                Stage.ANSWER_BOOST: "answer", Stage.ENTITIES: "entity"}
 
 
 class ScoredItem(BaseModel):

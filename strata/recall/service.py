@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
+from strata.entities import Reach, ranked
 from strata.errors import InvalidInput, StrataError
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.pii import redact
@@ -48,9 +49,11 @@ from strata.recall.timeframe import mentioned_periods
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore, score_ids
 
-__all__ = ["RecallService", "correction_items", "decide_route"]
+__all__ = ["EntityReach", "RecallService", "correction_items", "decide_route"]
 
 logger = logging.getLogger(__name__)
+# the user's entity index, asked for a question (``HotIndexStore.entity_reach``)
+EntityReach = Callable[[str], Reach]
 
 
 def _item(layer: Layer, record: StoredRecord) -> ScoredItem:
@@ -95,7 +98,8 @@ class RecallService:
 
     def _layer_hits(self, layer: Layer, scope: Scope, request: RecallRequest,
                     vector: list[float], recipe: RecallRecipe,
-                    late: LateScorer | None, terms_of: TermsOf | None) -> list[SearchHit]:
+                    late: LateScorer | None, terms_of: TermsOf | None,
+                    entities: EntityReach | None = None) -> list[SearchHit]:
         """A layer's candidates, unscored: what the agent may see of its collection; episodes
         fused with their exchanges, procedures joined by those their keywords match."""
         collection = layer.collection
@@ -112,6 +116,10 @@ class RecallService:
                                             only_turns)
             turns += self._said_then(collection, target, request.query, vector, recipe,
                                      only_turns, {h.record.id for h in turns})
+            reached_hits, reached = self._entity_turns(
+                collection, target, request, vector, recipe, entities, statuses,
+                {h.record.id for h in turns})
+            turns += reached_hits
             if not EPISODE_RANKING & set(recipe.stages):
                 return turns  # as searched
             exchanges = (self._search_collection(
@@ -124,7 +132,7 @@ class RecallService:
                                  statuses, visible_to=request.agent or "")
 
             return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
-                                      terms_of or tokenize)
+                                      terms_of or tokenize, reached=reached)
         hits = self._search_collection(collection, target, request.query, vector, recipe, flt)
         if layer is Layer.PROCEDURES and recipe.runs(Stage.KEYWORDS):
             matched = {h.record.id for h in hits}
@@ -158,6 +166,37 @@ class RecallService:
                     out.append(hit)
         return out
 
+    def _entity_turns(self, collection: Collection, target: Scope, request: RecallRequest,
+                      vector: list[float], recipe: RecallRecipe, entities: EntityReach | None,
+                      statuses: list[MemoryStatus], found: set[str]
+                      ) -> tuple[list[SearchHit], dict[str, float]]:
+        """The entities stage: the ``entity_candidates`` turns the user's entity index
+        reaches from the query (best first by RRF of cosine and specificity,
+        ``strata.entities.ranked``) that the caller may see and that are not forgotten; the
+        ones the search did not find join the candidates, each with both raw similarities,
+        and gets ``entity_weight`` in the episode ranking (with ``entity_found_too``, the
+        reached turns the search found as well get it too). A turn the
+        index reaches is a candidate without a similarity to survive on: the evidence it
+        adds is, by construction, far from the question for the dense model."""
+        if entities is None or not recipe.runs(Stage.ENTITIES):
+            return [], {}
+        reach = entities(request.query)
+        if not reach.memories:
+            return [], {}
+        # the cosines of every reached turn the caller may see (the hot index scores its
+        # rows exactly); both raw similarities only for the few that join the candidates
+        visible = RecordFilter(ids=sorted(reach.memories), statuses=statuses,
+                               visible_to=request.agent or "")
+        cosine = {h.record.id: h.score for h in self._vectors.search_dense(
+            collection, target, vector, len(reach.memories), visible)
+            if float(h.record.payload.get("weight", 1.0)) > 0  # forgotten: weight 0
+            and (h.record.payload.get("metadata") or {}).get("type") != EXCHANGE}
+        order = ranked(reach, cosine, recipe.entity_sources)[:recipe.entity_candidates]
+        new = [m for m in order if m not in found]
+        hits = (score_ids(self._vectors, collection, target, vector, request.query, new,
+                          statuses, visible_to=request.agent or "") if new else [])
+        return hits, dict.fromkeys(order if recipe.entity_found_too else new, 1.0)
+
     def _search_collection(self, collection: Collection, target: Scope, query: str,
                            vector: list[float], recipe: RecallRecipe,
                            flt: RecordFilter) -> list[SearchHit]:
@@ -173,11 +212,12 @@ class RecallService:
 
     def _score_layer(self, layer: Layer, scope: Scope, request: RecallRequest,
                      vector: list[float], recipe: RecallRecipe, now: datetime,
-                     late: LateScorer | None,
-                     terms_of: TermsOf | None) -> tuple[list[ScoredItem], float]:
+                     late: LateScorer | None, terms_of: TermsOf | None,
+                     entities: EntityReach | None = None) -> tuple[list[ScoredItem], float]:
         """A layer's candidates scored (forgotten ones dropped), and the milliseconds taken."""
         started = time.perf_counter()
-        hits = [h for h in self._layer_hits(layer, scope, request, vector, recipe, late, terms_of)
+        hits = [h for h in self._layer_hits(layer, scope, request, vector, recipe, late,
+                                            terms_of, entities)
                 if float(h.record.payload.get("weight", 1.0)) > 0]  # forgotten: weight 0
         kind = layer.kind or layer  # what type_priority weighs: a memory's kind, or "knowledge"
         scored = score_hits(layer, kind, hits, [_item(layer, h.record) for h in hits],
@@ -191,20 +231,22 @@ class RecallService:
     def search_layers(self, scope: Scope, request: RecallRequest, vector: list[float],
                       layers: Sequence[str], recipe: RecallRecipe | None = None,
                       now: datetime | None = None, late: LateScorer | None = None,
-                      terms_of: TermsOf | None = None) -> LayerCandidates:
+                      terms_of: TermsOf | None = None,
+                      entities: EntityReach | None = None) -> LayerCandidates:
         """The scored candidates of the named layers (working memory is not searched);
         a layer whose store is down marks the result degraded instead of failing it.
-        ``late`` and ``terms_of`` come from an index that computed them at write time."""
+        ``late``, ``terms_of`` and ``entities`` (the user's entity index, for the entities
+        stage) come from an index that computed them at write time."""
         recipe = recipe or self._recipe
         now = now or utcnow()
         searched = [Layer(layer) for layer in layers if layer != Layer.WORKING]
         futures: dict[Layer, _Done | Future[tuple[list[ScoredItem], float]]]
         if self._pool is None or len(searched) < 2:
             futures = {layer: _Done(self._score_layer, layer, scope, request, vector, recipe,
-                                    now, late, terms_of) for layer in searched}
+                                    now, late, terms_of, entities) for layer in searched}
         else:
             futures = {layer: self._pool.submit(self._score_layer, layer, scope, request,
-                                                vector, recipe, now, late, terms_of)
+                                                vector, recipe, now, late, terms_of, entities)
                        for layer in searched}
         found = LayerCandidates()
         for layer, future in futures.items():

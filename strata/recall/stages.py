@@ -6,7 +6,7 @@ tuple, never by a zero weight, and re-weighted through the parameters it owns (`
 says which fields of the recipe those are; the generated table,
 docs/ranking-parameters.md, shows each parameter's stage)::
 
-    candidates        search → said_then → exchanges → keywords
+    candidates        search → said_then → entities → exchanges → keywords
     episode ranking   coverage → speaker_boost → time_boost → answer_boost
                       → question_penalty → session
     late_interaction  (the shortlist re-scored token by token, ranked again)
@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["DEFAULT_STAGES", "EPISODE_RANKING", "REQUIRED", "STAGES", "TURN_TERMS", "Stage",
-           "StageInfo", "check_stages"]
+__all__ = ["DEFAULT_STAGES", "EPISODE_RANKING", "ORDER", "REQUIRED", "STAGES", "TURN_TERMS",
+           "Stage", "StageInfo", "check_stages"]
 
 
 class Stage(StrEnum):
@@ -35,6 +35,7 @@ class Stage(StrEnum):
 
     SEARCH = "search"
     SAID_THEN = "said_then"
+    ENTITIES = "entities"
     EXCHANGES = "exchanges"
     KEYWORDS = "keywords"
     COVERAGE = "coverage"
@@ -69,6 +70,11 @@ STAGES: dict[Stage, StageInfo] = {
     Stage.SAID_THEN: StageInfo(
         "candidates", "strata.recall.service", ("period_candidates", "max_dates"),
         "episodes: the best turns said on each date the query names"),
+    Stage.ENTITIES: StageInfo(
+        "candidates", "strata.recall.service", (
+            "entity_candidates", "entity_weight", "entity_found_too", "entity_sources"),
+        "episodes: the turns the user's entity index reaches from the query's entities and "
+        "the kinds it asks for (what state, which instruments, who), with their own weight"),
     Stage.EXCHANGES: StageInfo(
         "candidates", "strata.recall.granularity", ("exchange_weight",),
         "episodes: exchanges (two neighbouring turns) searched and fused with their turns"),
@@ -121,7 +127,11 @@ STAGES: dict[Stage, StageInfo] = {
         "dedup, the budget shared by the best items, the labelled context"),
 }
 
-DEFAULT_STAGES: tuple[Stage, ...] = tuple(Stage)
+# the order every recipe's stages run in
+ORDER: tuple[Stage, ...] = tuple(Stage)
+# what the default recipe runs: every stage but the entity index's candidates (which did
+# not pay under leave-one-conversation-out; the ``entities`` profiles run it)
+DEFAULT_STAGES: tuple[Stage, ...] = tuple(s for s in Stage if s is not Stage.ENTITIES)
 # a recall cannot run without these
 REQUIRED = frozenset({Stage.SEARCH, Stage.FUSION, Stage.SELECT, Stage.ASSEMBLY})
 # the terms added to a turn's score, in this order (``strata.recall.granularity``)
@@ -136,7 +146,7 @@ def check_stages(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     ones; else ValueError."""
     if len(set(stages)) != len(stages):
         raise ValueError("a stage is listed twice")
-    order = list(DEFAULT_STAGES)
+    order = list(ORDER)
     if [order.index(s) for s in stages] != sorted(order.index(s) for s in stages):
         raise ValueError(f"stages run in this order: {', '.join(order)}")
     missing = sorted(REQUIRED - set(stages))

@@ -111,7 +111,9 @@ class ShardRecall:
             found = service.search_layers(
                 scope, request, vector, personal, recipe,
                 late=_late_scorer(hot, scope, embedded, recipe),
-                terms_of=hot.terms_of(scope) if hot is not None else None)
+                terms_of=hot.terms_of(scope) if hot is not None else None,
+                entities=(hot.entity_reach(scope) if hot is not None
+                          and recipe.runs(Stage.ENTITIES) else None))
             span.set(count=len(found.candidates))
         if statements is not None:  # the expansion stage (asked only when the recipe runs it)
             started = time.perf_counter()

@@ -30,6 +30,12 @@ it, and the durable writes go out as one upsert per collection when the block en
 fails, the user leaves the index (to be reloaded from the durable store) and the error
 propagates, so nothing the block wrote was acknowledged.
 
+Each user's episode turns are also held in an entity index (``hot_entities.UserEntities``,
+#38): built when the user loads, kept current by every write, delete and status or payload
+change that reaches the tables (a forgotten or deleted turn leaves it at once), and asked
+by recall's ``entities`` stage for the turns a question's entities lead to
+(``entity_reach``).
+
 Users leave the index least recently used first when the estimated bytes pass
 ``max_bytes``, and when idle for ``ttl_s``. Milvus remains the source of truth: an evicted
 or restarted index loses nothing but time.
@@ -54,8 +60,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from strata.entities import Reach, default_gazetteer, default_lexicon
 from strata.models import LONG_TERM, Collection, MemoryStatus, Scope, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
+from strata.stores.hot_entities import EntityReach, UserEntities
 from strata.stores.hot_table import HotTable, TokenSpill
 from strata.stores.lexical import tokenize
 from strata.stores.ports import DecayFields, StatusWriter, VectorStore
@@ -81,10 +89,12 @@ class TermsScanner(Protocol):
 class _User:
     tables: dict[Collection, HotTable]
     last_used: float
+    entities: UserEntities | None = None  # the episode turns' entity index
 
     @property
     def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.tables.values())
+        return (sum(t.nbytes for t in self.tables.values())
+                + (self.entities.nbytes if self.entities is not None else 0))
 
     @property
     def memories(self) -> int:
@@ -112,14 +122,18 @@ class HotIndexStore(TableServed):
     interaction uses (None: no late interaction data). ``spill_tokens``: the episodes'
     token vectors live in an unlinked local file per user (in ``spill_dir``, the system's
     temporary directory if None), read back for a recall's candidates only
-    (``hot_table.TokenSpill``), not in the heap."""
+    (``hot_table.TokenSpill``), not in the heap. ``entities``: keep each user's entity
+    index (``hot_entities``; the gazetteer and lexicon load once per process, on the first
+    user's load)."""
 
     def __init__(self, inner: VectorStore, dim: int,
                  tokens: Callable[[], TokenEmbedder | None] | None = None,
                  max_bytes: int = 512 * 2**20, ttl_s: float = 1800.0,
                  clock: Callable[[], float] = time.monotonic,
-                 spill_tokens: bool = True, spill_dir: str | None = None) -> None:
+                 spill_tokens: bool = True, spill_dir: str | None = None,
+                 entities: bool = True) -> None:
         self.inner = inner
+        self._entities = entities
         self._dim = dim
         self._spill = (spill_tokens, spill_dir)
         self._tokens = tokens
@@ -151,7 +165,7 @@ class HotIndexStore(TableServed):
                     return user
             started = time.perf_counter()
             tables = {c: self._load(c, scope) for c in HOT_COLLECTIONS}
-            user = _User(tables, self._clock())
+            user = _User(tables, self._clock(), self._entity_index(tables[Collection.EPISODES]))
             with self._index:
                 self._users[scope.key] = user
                 self._stats.loads += 1
@@ -159,6 +173,15 @@ class HotIndexStore(TableServed):
                                        (time.perf_counter() - started) * 1000]
             self._evict(keep=scope.key)
             return user
+
+    def _entity_index(self, episodes: HotTable) -> UserEntities | None:
+        """A loaded user's entity index over their episode turns (None: not kept)."""
+        if not self._entities:
+            return None
+        entities = UserEntities(default_gazetteer(), default_lexicon())
+        records = (episodes.record(i) for i in episodes.ids())
+        entities.load((r for r in records if r is not None), episodes.speakers)
+        return entities
 
     def _table(self, collection: Collection) -> HotTable:
         spill, directory = self._spill
@@ -255,6 +278,21 @@ class HotIndexStore(TableServed):
 
         return score
 
+    def entity_reach(self, scope: Scope) -> EntityReach | None:
+        """What the user's entity index reaches from a question (None: no index kept)."""
+        user = self._user(scope)
+        entities = user.entities
+        if entities is None:
+            return None
+        table = user.tables[Collection.EPISODES]
+
+        def reached(question: str) -> Reach:
+            with self._index:
+                speakers = frozenset(table.speakers)
+            return entities.reach(question, speakers)
+
+        return reached
+
     def speakers(self, scope: Scope) -> frozenset[str]:
         """The people speaking in the user's multi-party conversations (their episodes'
         ``metadata.speaker``)."""
@@ -309,6 +347,9 @@ class HotIndexStore(TableServed):
             table = user.tables[collection]
             for record in records:
                 table.put(record, record.vector or [0.0] * self._dim, _raw(record.tokens))
+            speakers = frozenset(table.speakers)
+        if collection is Collection.EPISODES and user.entities is not None:
+            user.entities.apply(records, speakers)
 
     def _write_records(self, collection: Collection, scope: Scope,
                        records: Sequence[StoredRecord], upsert: bool) -> None:
@@ -376,6 +417,8 @@ class HotIndexStore(TableServed):
                 with self._index:
                     user.tables[collection].delete(ids)
                     self._pending.get((collection, scope.key), set()).difference_update(ids)
+                if collection is Collection.EPISODES and user.entities is not None:
+                    user.entities.forget(ids)
             return removed
 
     def delete_scope(self, collection: Collection, scope: Scope) -> int:
@@ -386,6 +429,8 @@ class HotIndexStore(TableServed):
                 user = self._users.get(scope.key)
                 if user is not None and collection in HOT_COLLECTIONS:
                     user.tables[collection] = self._table(collection)
+                    if collection is Collection.EPISODES and user.entities is not None:
+                        user.entities = self._entity_index(user.tables[collection])
                 self._pending.pop((collection, scope.key), None)
             return removed
 
@@ -419,12 +464,26 @@ class HotIndexStore(TableServed):
             self._flush_batch()
             written = write(collection, changes)
             if collection in HOT_COLLECTIONS:
+                changed: dict[str, list[StoredRecord]] = {}
                 with self._index:
                     for key, rid, value in changes:
                         user = self._users.get(key)
                         if user is not None:
                             apply(user.tables[collection], rid, value)
+                            record = user.tables[collection].record(rid)
+                            if record is not None:
+                                changed.setdefault(key, []).append(record)
+                if collection is Collection.EPISODES:  # forgotten or archived: leaves it now
+                    self._entities_changed(changed)
             return written
+
+    def _entities_changed(self, changed: dict[str, list[StoredRecord]]) -> None:
+        for key, records in changed.items():
+            user = self._users.get(key)
+            if user is not None and user.entities is not None:
+                with self._index:
+                    speakers = frozenset(user.tables[Collection.EPISODES].speakers)
+                user.entities.apply(records, speakers)
 
     # -- reinforcement ------------------------------------------------------------------
     def record_access(self, scope: Scope, ids: Sequence[str], at: datetime) -> int:
