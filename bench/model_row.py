@@ -24,7 +24,8 @@ MiniLM is the baseline measured in the same run; the table gives mpnet / MiniLM 
 The machine's load average is printed at every step (it is shared: compare rows of one run).
 
     nice -n 5 .venv/bin/python bench/model_row.py --limit 2 --json /tmp/model_row.json
-    .venv/bin/python bench/model_row.py --models mpnet --probe-only          # the probe alone
+    nice -n 5 .venv/bin/python bench/model_row.py --probe-only       # the embedding process only
+    nice -n 5 .venv/bin/python bench/model_row.py --service-only --limit 1
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def service_row(model: str, args: argparse.Namespace, tmp: Path) -> dict[str, An
     port = free_port()
     server = StrataServer(args.strata_bin, tmp / model, port,
                           {"STRATA_EMBEDDER": model, "STRATA_DEMO_KNOWLEDGE": "false",
-                           "STRATA_RAY_DASHBOARD_PORT": "0"})
+                           "STRATA_RAY_DASHBOARD_PORT": "0",
+                           **dict(kv.split("=", 1) for kv in args.server_env)})
     row: dict[str, Any] = {"model": model}
     try:
         row["server_start_s"] = round(server.start(), 1)
@@ -256,8 +258,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--probe-single", type=int, default=40)
     p.add_argument("--probe-queries", type=int, default=40)
     p.add_argument("--probe-only", action="store_true", help="the embedding process only")
+    p.add_argument("--service-only", action="store_true", help="the service rows only")
     p.add_argument("--probe", default=None, help=argparse.SUPPRESS)
     p.add_argument("--strata-bin", type=Path, default=REPO / ".venv" / "bin" / "strata")
+    p.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="another setting for every model's server (STRATA_SHARD_EMBEDDING="
+                   "embedder: the model loads in the Embedder deployment, after Serve's proxy)")
     p.add_argument("--json", type=Path, default=None)
     return p.parse_args(argv)
 
@@ -273,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.data} (first {args.limit or 'all'} conversations)", flush=True)
     probes: dict[str, dict[str, Any]] = {}
     rows: dict[str, dict[str, Any]] = {}
-    for model in models:
+    for model in [] if args.service_only else models:
         print(f"\n{model}: the embedding process", flush=True)
         probes[model] = run_probe(model, args)
         print("  " + json.dumps(probes[model]), flush=True)
