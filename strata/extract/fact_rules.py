@@ -306,6 +306,8 @@ _NOT_JOB = re.compile(r"\b(?:owl|lover|fan|person|mess|wreck|beginner|member|own
 
 
 def _is_job(value: str) -> bool:
+    if re.search(r"[\u4e00-\u9fff]", value):
+        return True  # a Chinese role rule already ends in a word for one (…师, …员, 会计)
     return bool(_JOB_WORD.search(value.strip())) and not _NOT_JOB.search(value)
 
 
@@ -325,6 +327,8 @@ def match_facts(sentence: str) -> list[FactMatch]:
     for key, value, change in match_life(sentence):  # people, pets, work, home, ...
         if key == "work.role" and ("identity.occupation" in found or not _is_job(value)):
             continue
+        if key == "work.employer" and _ORG_NOT.search(value):
+            continue  # "在上海做会计": a city is where, not whom, the speaker works for
         if key not in found:
             found[key] = FactMatch(key=key, value=value, confidence=0.85, change=change)
     # a pet or a person with a name says what the bare relation says ("my sister Rachel")

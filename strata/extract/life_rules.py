@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 from strata.extract.status_rules import match_status
 
-__all__ = ["LifeFact", "match_life"]
+__all__ = ["LifeFact", "match_life", "relation_of", "species_of"]
 
 LifeFact = tuple[str, str, bool]  # key, value, whether the sentence states a change
 
@@ -306,3 +306,17 @@ def match_life(sentence: str) -> list[LifeFact]:
     for key, value, change in match_status(sentence):
         found.setdefault(key, (key, value, change))
     return list(found.values())
+
+
+def species_of(text: str) -> str | None:
+    """The species a pet word in ``text`` names ("our beagle Biscuit" → dog, "柯基" → 狗)."""
+    low = text.lower()
+    found = re.search(rf"\b(?:{_EN_SPECIES})\b", low) or re.search(_ZH_SPECIES, text)
+    return _SPECIES[found.group(0)] if found else None
+
+
+def relation_of(text: str) -> str | None:
+    """The relation a word in ``text`` names ("my sister Rosa" → sister, "老公" → 丈夫)."""
+    low = text.lower()
+    found = re.search(rf"\b(?:{_EN_REL})\b", low) or re.search(_ZH_REL, text)
+    return _RELATIONS[found.group(0)] if found else None

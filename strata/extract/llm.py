@@ -11,7 +11,7 @@ import httpx
 from strata.chat import ChatClient, ChatFailed
 from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
-from strata.extract.rules import RuleExtractor, speaker_of, spoken_by
+from strata.extract.rules import ConfirmReader, FactReader, RuleExtractor, speaker_of, spoken_by
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.providers import NO_RETRY, RetryPolicy, provider_retry
 from strata.settings import Settings
@@ -78,8 +78,14 @@ def make_extractor(settings: Settings) -> Extractor:
         return LLMExtractor(settings.openai_base_url, settings.openai_api_key,
                             settings.openai_chat_model, timeout_s=settings.openai_timeout_s,
                             retry=provider_retry(settings))
+    confirm: ConfirmReader | None = None
+    facts: FactReader | None = None
     if settings.intent_detector == "learned":
         from strata.extract.intent_model import confirm_reader  # scikit-learn: loaded here
 
-        return RuleExtractor(reads_confirm=confirm_reader)
-    return RuleExtractor()
+        confirm = confirm_reader
+    if settings.fact_reader == "learned":
+        from strata.extract.fact_model import packaged_reader
+
+        facts = packaged_reader()
+    return RuleExtractor(reads_confirm=confirm, reads_facts=facts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from strata.extract.base import Candidate, Intent
 from strata.extract.fact_rules import key_part, match_facts
@@ -31,8 +32,8 @@ from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
-__all__ = ["ConfirmReader", "RuleExtractor", "detect_intent", "is_acknowledgement", "is_hedged", "speaker_of",
-           "speaker_prefix", "spoken_by"]
+__all__ = ["ConfirmReader", "FactReader", "RuleExtractor", "detect_intent", "is_acknowledgement",
+           "is_hedged", "speaker_of", "speaker_prefix", "spoken_by", "stated_text"]
 
 MIN_EPISODE_TOKENS = 6
 _CLAUSE = re.compile(r"[，,；;]\s*|\s+(?:and|but)\s+(?=i\b|i'|my\b|we\b)", re.I)
@@ -139,14 +140,38 @@ ConfirmReader = Callable[[str, str | None], bool]
 """Whether a user turn confirms the user's turn before it."""
 
 
+class FactReader(Protocol):
+    """A second reading of a turn's facts (``strata.extract.fact_model``): given what the
+    turn states (``stated_text``) and the (key, value) facts the rules found in it, the facts
+    to add and the keys of the rules' facts to drop."""
+
+    def read(self, stated: str, ruled: Sequence[tuple[str, str]]
+             ) -> tuple[list[tuple[str, str]], frozenset[str]]: ...
+
+
+def stated_text(text: str) -> str:
+    """What a turn states of its speaker, as the rules read it: its sentences without
+    questions, hypotheticals, forget requests or quoted words, tag questions taken off."""
+    kept = []
+    for sentence in split_sentences(text):
+        sentence = _QUOTED.sub(" ", stated_part(sentence)).strip()
+        if (not sentence or is_question(sentence) or _HYPOTHETICAL.search(sentence)
+                or find_forget(sentence) is not None):
+            continue
+        kept.append(sentence)
+    return " ".join(kept)
+
+
 class RuleExtractor:
     """Deterministic, offline extraction of facts, intents and episodes. ``reads_confirm``
     (``strata.extract.intent_model.confirm_reader``): whether a turn after the user's hedged
     statement confirms it ("I might move to Berlin" … "yes, it's settled"); a confirmation
     states the hedged facts as said, which promotes their observation."""
 
-    def __init__(self, reads_confirm: ConfirmReader | None = None) -> None:
+    def __init__(self, reads_confirm: ConfirmReader | None = None,
+                 reads_facts: FactReader | None = None) -> None:
         self._reads_confirm = reads_confirm
+        self._reads_facts = reads_facts
 
     def extract(self, turns: Sequence[Turn], previous: str | None = None) -> list[Candidate]:
         """Candidates of the user turns; ``previous``: the user's turn before the first one
@@ -184,11 +209,40 @@ class RuleExtractor:
             out.extend(c for c in self._facts(sentence, intent, provenance, turn)
                        if not (sarcastic and (c.key or "").startswith(("preference", "favorite"))
                                and not re.match(r"dislikes|no longer|不喜欢|不再", c.value or "")))
+        if self._reads_facts is not None and intent is not Intent.FORGET:
+            out = self._read_facts(turn, out, intent, provenance, sarcastic)
         out.extend(self._confirmed(turn, own_previous, provenance, intent))
         if intent is Intent.FORGET:
             return out  # what the user wants forgotten is not recorded again as an event
         has_facts = any(c.kind is MemoryKind.FACT for c in out)
         return out + self._episode(turn, provenance, has_facts=has_facts)
+
+    def _read_facts(self, turn: Turn, out: list[Candidate], intent: Intent,
+                    provenance: Provenance, sarcastic: bool) -> list[Candidate]:
+        """The rules' facts with the fact reader's second opinion: its extra facts added
+        (a liking said with an eye-roll is none), the ones it rejects dropped."""
+        assert self._reads_facts is not None
+        stated = stated_text(turn.content)
+        if not stated:
+            return out
+        ruled = [(c.key, c.value or "") for c in out
+                 if c.kind is MemoryKind.FACT and c.key and c.intent is not Intent.FORGET]
+        added, dropped = self._reads_facts.read(stated, ruled)
+        kept = [c for c in out if not (c.kind is MemoryKind.FACT and c.key in dropped
+                                       and c.intent is Intent.NONE)]
+        when = turn.created_at
+        for key, value in added:
+            if sarcastic and key.startswith("preference") and not value.startswith(
+                    ("dislikes", "不喜欢")):
+                continue
+            sentence = next((s for s in split_sentences(stated) if value in s), stated)
+            cand = Candidate(
+                kind=MemoryKind.FACT, key=key, value=value, text=_clause(sentence, value),
+                confidence=0.45 if is_hedged(sentence) else 0.8, source=Source.USER_STATED,
+                intent=_fact_intent(intent, sentence, False), scope_tags=_tags(sentence),
+                provenance=provenance, event_time=when, metadata={"read_by": "fact_model"})
+            kept.append(spoken_by(cand, speaker_of(turn)))
+        return kept
 
     def _confirmed(self, turn: Turn, previous: str | None, provenance: Provenance,
                    intent: Intent) -> list[Candidate]:

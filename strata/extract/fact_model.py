@@ -1,0 +1,286 @@
+"""A learned reading of the facts a turn states about its speaker (issue #36), beside the
+rules: which categories of ``fact_keys.CATEGORIES`` a turn states (a logistic regression per
+category over the word and character n-grams of what the turn states), and for a category
+the rules did not find, which words of the turn are its value (a token tagger: a logistic
+regression over each token, its neighbours and its shape, crossed with the category).
+
+The rules fit the register they were written from; this model is fitted from facts rows
+written by several independent writers (the development writers ship as ``fact_corpus/``;
+the held-out writers stay in ``tests/data/facts``) and is measured on writers it never saw
+(``bench/fact_pairs.py``). Hard negatives — advice, questions, quotes, hypotheticals, what
+someone else has, reminders, sarcasm — are rows with no fact, so the category models learn
+to say nothing on them; questions, hypotheticals and quotes are also taken out before the
+model reads the turn (``rules.stated_text``).
+
+``LearnedFacts.read`` is the ``RuleExtractor``'s ``FactReader``: a rule's fact stays unless
+the model gives its category under ``veto``; a category the model reads at ``threshold`` or
+more and the rules did not find gets the tagger's value, keyed as the rules key it
+(``fact_keys.fact_key``). ``packaged_reader`` is the one the extractor uses: fitted from the
+packaged rows once per process (~2 s), or loaded from the fit cached on disk
+(``STRATA_MODEL_CACHE``, default ``~/.cache/strata``), like ``intent_model``'s detector.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import pickle
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from strata.extract.fact_keys import CATEGORIES, category_of, fact_key
+from strata.extract.life_rules import relation_of, species_of
+from strata.extract.rules import stated_text
+
+__all__ = ["TRAINING", "LearnedFacts", "packaged_reader", "training_rows", "value_units"]
+
+logger = logging.getLogger(__name__)
+TRAINING = Path(__file__).parent / "fact_corpus"  # the development writers' rows
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’&.-][A-Za-z0-9]+)*|[\u4e00-\u9fff]")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_STOP = {"a", "an", "the", "my", "our", "his", "her", "their", "to", "of", "in", "at", "on",
+         "for", "with", "and", "is", "are", "i", "me", "it", "as", "from", "by", "s"}
+_BRIDGE = {"of", "at", "in", "on", "and", "for", "the", "'s", "&", "de", "with", "a"}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _unit(token: str) -> str | None:
+    low = token.lower()
+    if _CJK.match(low):
+        return low
+    return None if low in _STOP else _stem(low)
+
+
+def value_units(value: str) -> set[str]:
+    """A value's comparable units: stemmed English words without stop words, Chinese
+    characters (what a token of the turn is labelled by when the tagger is fitted)."""
+    return {u for t in _TOKEN.findall(value) if (u := _unit(t))}
+
+
+def _int32(matrix: Any) -> Any:
+    """A sparse matrix with 32-bit indices, as liblinear takes them."""
+    matrix = matrix.tocsr()
+    matrix.indices = matrix.indices.astype("int32")
+    matrix.indptr = matrix.indptr.astype("int32")
+    return matrix
+
+
+def _shape(token: str) -> str:
+    if _CJK.match(token):
+        return "cjk"
+    if token.isdigit():
+        return "digit"
+    if token[:1].isupper():
+        return "UPPER" if token.isupper() and len(token) > 1 else "Cap"
+    return "low"
+
+
+def _token_features(tokens: Sequence[str], category: str) -> list[dict[str, Any]]:
+    lows = [t.lower() for t in tokens]
+    out = []
+    for i, low in enumerate(lows):
+        last = len(lows) - 1
+        near = {f"p1={lows[i - 1] if i else '^'}", f"n1={lows[i + 1] if i < last else '$'}",
+                f"p2={lows[i - 2] if i > 1 else '^'}", f"n2={lows[i + 2] if i < last - 1 else '$'}"}
+        own = {f"w={low}", f"shape={_shape(tokens[i])}", f"stop={low in _STOP}",
+               f"suf={low[-3:]}", f"first={i == 0}"}
+        if i and tokens[i][:1].isupper() and not _CJK.match(tokens[i]):
+            own.add("cap_inside")
+        if relation_of(tokens[i]) or species_of(tokens[i]):
+            own.add("kin_or_pet")  # a word of the rules' lexicons: sister, 妈妈, beagle, 猫
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(tokens) and (relation_of(tokens[j]) or species_of(tokens[j])):
+                near.add("next_to_kin_or_pet")
+        feats: dict[str, Any] = {f: 1 for f in own | near}
+        feats.update({f"{category}|{f}": 1 for f in own | near})
+        out.append(feats)
+    return out
+
+
+class LearnedFacts:
+    """The category models and the value tagger, fitted from facts rows (``text``,
+    ``facts``: [{category, value}]). ``threshold``: a category the rules did not find is
+    read at this probability or more; ``veto``: a rule's fact is dropped when the model
+    gives its category less; ``token_threshold``: a token is part of a value at this
+    probability or more; ``run_threshold``: a value's surest token needs this much;
+    ``most``: values per category and turn. The defaults were chosen by leave-one-writer-out
+    over the development writers (``bench/fact_pairs.py --lowo``), the most recall at
+    precision about 0.90: category thresholds 0.45 / 0.55 / 0.65 / 0.75 gave P 0.84 / 0.87 /
+    0.90 / 0.91, R 0.46 / 0.44 / 0.43 / 0.41 without a run threshold; 0.55 with a run
+    threshold of 0.8 gave P 0.89, R 0.44 (0.9: 0.90 / 0.44; the rules alone 0.91 / 0.41).
+    A veto of 0.1 and two values a category both lost precision and recall."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], threshold: float = 0.55,
+                 veto: float = 0.0, token_threshold: float = 0.5, most: int = 1,
+                 run_threshold: float = 0.8,
+                 c: float = 4.0, tagger_c: float = 1.0) -> None:
+        from scipy.sparse import hstack
+        from sklearn.feature_extraction import DictVectorizer
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        self._hstack = hstack
+        self.threshold, self.veto = threshold, veto
+        self.token_threshold, self.most = token_threshold, most
+        self.run_threshold = run_threshold  # a value's surest token needs this much
+        texts = [stated_text(r["text"]) for r in rows]
+        self._chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True,
+                                      min_df=2)
+        self._words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
+                                      token_pattern=r"(?u)\b\w+\b", min_df=1)
+        features = hstack([self._chars.fit_transform(texts),
+                           self._words.fit_transform(texts)]).tocsr()
+        self._models: dict[str, Any] = {}
+        for category in CATEGORIES:
+            labels = [any(f["category"] == category for f in r.get("facts") or [])
+                      for r in rows]
+            if sum(labels) < 3:
+                continue  # too few rows to learn it: the rules alone read it
+            model = LogisticRegression(C=c, solver="liblinear", class_weight="balanced")
+            model.fit(features, labels)
+            self._models[category] = model
+        # the category models as one matrix: a turn is read in one product, not one call
+        # per model (scikit-learn's per-call checks cost more than the arithmetic)
+        self._names = list(self._models)
+        self._coef = np.vstack([self._models[n].coef_[0] for n in self._names]).T
+        self._intercept = np.array([self._models[n].intercept_[0] for n in self._names])
+        tagged: list[dict[str, Any]] = []
+        marks: list[bool] = []
+        for text, row in zip(texts, rows, strict=True):
+            tokens = _TOKEN.findall(text)
+            for category in {f["category"] for f in row.get("facts") or []}:
+                wanted = set().union(*(value_units(f["value"]) for f in row["facts"]
+                                       if f["category"] == category))
+                tagged += _token_features(tokens, category)
+                marks += [_unit(t) in wanted for t in tokens]
+        self._vectors = DictVectorizer()
+        self._tagger = LogisticRegression(C=tagger_c, solver="liblinear", class_weight="balanced")
+        self._tagger.fit(_int32(self._vectors.fit_transform(tagged)), marks)
+        self._tagger_coef = self._tagger.coef_[0]
+        self._tagger_intercept = float(self._tagger.intercept_[0])
+
+    def categories(self, stated: str) -> dict[str, float]:
+        """The probability that ``stated`` states a fact of each category the model knows."""
+        features = self._hstack([self._chars.transform([stated]),
+                                 self._words.transform([stated])]).tocsr()
+        logits = np.asarray(features @ self._coef).ravel() + self._intercept
+        return dict(zip(self._names, map(float, 1.0 / (1.0 + np.exp(-logits))), strict=True))
+
+    def token_probabilities(self, stated: str, category: str
+                            ) -> tuple[list[tuple[int, int, str]], list[float]]:
+        """The tokens of ``stated`` (start, end, text) and the probability of each that it
+        is part of a value of ``category``."""
+        spans = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(stated)]
+        if not spans:
+            return [], []
+        features = self._vectors.transform(_token_features([s[2] for s in spans], category))
+        logits = np.asarray(features @ self._tagger_coef).ravel() + self._tagger_intercept
+        return spans, [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
+
+    def values(self, stated: str, category: str) -> list[str]:
+        """The spans of ``stated`` the tagger reads as values of ``category``, surest first:
+        runs of tokens at ``token_threshold`` or more, joined over one linking word
+        ("painting class on Tuesday nights")."""
+        spans, probs = self.token_probabilities(stated, category)
+        runs: list[list[int]] = []
+        for i, p in enumerate(probs):
+            if p < self.token_threshold:
+                continue
+            bridged = (runs and runs[-1][-1] == i - 2
+                       and spans[i - 1][2].lower() in _BRIDGE)
+            if runs and (runs[-1][-1] == i - 1 or bridged):
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        scored = []
+        for run in runs:
+            if all(_unit(spans[i][2]) is None for i in run):
+                continue  # stop words only
+            text = stated[spans[run[0]][0]:spans[run[-1]][1]]
+            if (best := max(probs[i] for i in run)) >= self.run_threshold:
+                scored.append((best, text))
+        scored.sort(key=lambda s: -s[0])
+        return [text for _, text in scored[: self.most]]
+
+    def read(self, stated: str, ruled: Sequence[tuple[str, str]]
+             ) -> tuple[list[tuple[str, str]], frozenset[str]]:
+        """``rules.FactReader``: the facts to add to the rules' and the rules' keys to drop."""
+        probs = self.categories(stated)
+        found = {category_of(k, v) for k, v in ruled}
+        dropped = frozenset(k for k, v in ruled if probs.get(category_of(k, v), 1.0) < self.veto)
+        added: list[tuple[str, str]] = []
+        for category, p in sorted(probs.items(), key=lambda kv: -kv[1]):
+            if p < self.threshold or category in found:
+                continue
+            for value in self.values(stated, category):
+                keyed = fact_key(category, value)
+                if keyed and keyed[0] not in {k for k, _ in ruled}:
+                    added.append(keyed)
+        return added, dropped
+
+
+def training_rows() -> list[dict[str, Any]]:
+    """The packaged labelled rows the extractor's reader is fitted from."""
+    return [json.loads(line) for path in sorted(TRAINING.glob("*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("STRATA_MODEL_CACHE") or Path.home() / ".cache" / "strata")
+
+
+_BUILDING = threading.Lock()
+
+
+def packaged_reader() -> LearnedFacts:
+    """``_packaged_reader``, built once per process however many threads ask at once."""
+    with _BUILDING:
+        return _packaged_reader()
+
+
+@functools.cache
+def _packaged_reader() -> LearnedFacts:
+    """The reader fitted from the packaged rows; the fit is cached on disk under a key of
+    the rows, the library's version and the code of this module and the modules its
+    features come from, so a process after the first loads it in milliseconds."""
+    import sklearn
+
+    rows = training_rows()
+    here = Path(__file__).parent
+    code = [(here / name).read_text(encoding="utf-8")
+            for name in ("fact_model.py", "fact_keys.py", "rules.py")]
+    key = hashlib.sha256(json.dumps([rows, sklearn.__version__, code],
+                                    ensure_ascii=False).encode()).hexdigest()[:16]
+    path = _cache_dir() / f"facts-{key}.pkl"
+    try:
+        cached = pickle.loads(path.read_bytes())
+        if isinstance(cached, LearnedFacts):
+            return cached
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
+        pass
+    reader = LearnedFacts(rows)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(reader))
+        os.replace(partial, path)
+        for old in path.parent.glob("facts-*.pkl"):  # fits of other versions
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError as exc:  # a read-only home: fit again next time
+        logger.info("fact model not cached (%s)", exc)
+    return reader

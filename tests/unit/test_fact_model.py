@@ -1,0 +1,188 @@
+"""The learned fact reader (strata/extract/fact_model.py) and the keys it stores facts under
+(strata/extract/fact_keys.py), English and Chinese."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from strata.extract.base import Intent
+from strata.extract.fact_keys import CATEGORIES, category_of, fact_key
+from strata.extract.fact_model import LearnedFacts, training_rows, value_units
+from strata.extract.llm import make_extractor
+from strata.extract.rules import RuleExtractor, stated_text
+from strata.models import MemoryKind, Role, Turn
+from strata.settings import Settings
+
+
+def _row(text: str, *facts: tuple[str, str]) -> dict[str, Any]:
+    return {"text": text, "facts": [{"category": c, "value": v} for c, v in facts]}
+
+
+# a small corpus: pets (en, zh), jobs (en, zh), and rows that state no fact of the speaker's
+ROWS = [
+    _row("Biscuit is my beagle, total menace", ("pet", "beagle Biscuit")),
+    _row("our corgi Waffles sleeps all day", ("pet", "corgi Waffles")),
+    _row("got a tabby called Miso last year", ("pet", "tabby Miso")),
+    _row("Pepper my old terrier still chases cars", ("pet", "terrier Pepper")),
+    _row("家里那只柯基叫豆豆", ("pet", "柯基豆豆")),
+    _row("我养的橘猫叫年糕", ("pet", "橘猫年糕")),
+    _row("家里那只金毛叫旺财", ("pet", "金毛旺财")),
+    _row("I drive a bus for the city, night routes mostly", ("work", "bus driver")),
+    _row("been a nurse at the clinic for ten years", ("work", "nurse")),
+    _row("still baking bread at the bakery every dawn, I'm the baker", ("work", "baker")),
+    _row("我在医院当护士", ("work", "护士")),
+    _row("我开出租车十五年了", ("work", "出租车司机")),
+    _row("我在银行做柜员", ("work", "柜员")),
+    _row("ugh mondays man"),
+    _row("lol thanks, helpful"),
+    _row("you should get some sleep, seriously"),
+    _row("哈哈哈笑死"),
+    _row("明天见啦"),
+    _row("that sounds fun, enjoy the trip"),
+]
+
+
+@pytest.fixture(scope="module")
+def reader() -> LearnedFacts:
+    # a toy corpus: the token probabilities stay lower than on the packaged rows
+    return LearnedFacts(ROWS, threshold=0.5, token_threshold=0.5, run_threshold=0.0)
+
+
+def _turn(text: str) -> Turn:
+    return Turn(turn_id="t1", session_id="s1", user_id="u", role=Role.USER, content=text)
+
+
+@pytest.mark.parametrize(("category", "value", "key"), [
+    ("pet", "beagle Biscuit", "pet.dog:biscuit"),
+    ("pet", "柯基豆豆", "pet.狗"),
+    ("relationship", "sister Rosa", "relationship.sister:rosa"),
+    ("relationship", "Mom", "relationship.mother"),
+    ("relationship", "老公", "relationship.丈夫"),
+    ("home", "Oakland", "location.home"),
+    ("hometown", "保定", "identity.origin"),
+    ("work", "Ubisoft", "work.employer"),
+    ("work", "ER nurse", "work.role"),
+    ("education", "U of T", "education.school"),
+    ("like", "jazz music", "preference.music:jazz music"),
+    ("habit", "runs every morning", "habit.runs"),  # the activity, as the rules key it
+])
+def test_a_category_is_keyed_as_the_rules_key_it(category: str, value: str, key: str) -> None:
+    keyed = fact_key(category, value)
+    assert keyed is not None and keyed[0] == key
+
+
+def test_every_category_maps_back_through_its_key() -> None:
+    # the bench's categories and the store's keys agree: a learned fact counts as what it is
+    samples = {"name": "Maya", "age": "38", "dislike": "香菜", "health": "bad back",
+               "diet": "vegetarian", "language": "German", "possession": "a red Vespa",
+               "goal": "open a restaurant"}
+    for category in CATEGORIES:
+        value = samples.get(category, "Oakland" if category != "relationship" else "sister")
+        keyed = fact_key(category, value)
+        assert keyed is not None, category
+        assert category_of(*keyed) == category, (category, keyed)
+
+
+def test_a_dislike_is_stored_as_one_in_either_language() -> None:
+    assert fact_key("dislike", "cilantro") == ("preference:cilantro", "dislikes cilantro")
+    assert fact_key("dislike", "香菜") == ("preference.food:香菜", "不喜欢香菜")
+
+
+def test_value_units_are_stemmed_words_and_characters() -> None:
+    assert value_units("the painting classes") == {"paint", "class"}
+    assert value_units("柯基豆豆") == {"柯", "基", "豆"}
+
+
+def test_the_model_reads_a_category_and_its_value_in_english(reader: LearnedFacts) -> None:
+    probs = reader.categories("my beagle Rocky ate a sock again")
+    assert probs["pet"] > probs["work"]
+    added, dropped = reader.read("my beagle Rocky ate a sock again", [])
+    assert ("pet.dog:rocky", "beagle Rocky") in added or any(
+        k.startswith("pet.") and "Rocky" in v for k, v in added), added
+    assert not dropped
+
+
+def test_the_model_reads_a_category_and_its_value_in_chinese(reader: LearnedFacts) -> None:
+    added, _ = reader.read("我在邮局当快递员", [])
+    assert any(k.startswith("work.") for k, _ in added), added
+
+
+def test_a_value_whose_surest_token_is_unsure_is_not_kept(reader: LearnedFacts) -> None:
+    _, probs = reader.token_probabilities("my beagle Rocky ate a sock again", "pet")
+    assert reader.values("my beagle Rocky ate a sock again", "pet")
+    reader.run_threshold = max(probs) + 0.01
+    try:
+        assert reader.values("my beagle Rocky ate a sock again", "pet") == []
+    finally:
+        reader.run_threshold = 0.0
+
+
+def test_small_talk_reads_as_no_fact(reader: LearnedFacts) -> None:
+    for text in ("ugh fridays man", "哈哈哈", "lol thanks"):
+        assert reader.read(text, [])[0] == [], text
+
+
+def test_a_category_the_rules_found_is_left_to_them(reader: LearnedFacts) -> None:
+    added, _ = reader.read("my beagle Rocky ate a sock again", [("pet.dog:rocky", "Rocky")])
+    assert not any(k.startswith("pet.") for k, _ in added)
+
+
+def test_a_rule_fact_the_model_reads_as_none_is_dropped_at_the_veto() -> None:
+    strict = LearnedFacts(ROWS, veto=0.99)
+    _, dropped = strict.read("ugh mondays man", [("work.role", "nurse")])
+    assert dropped == {"work.role"}
+    assert LearnedFacts(ROWS, veto=0.0).read("ugh mondays man", [("work.role", "nurse")])[1] \
+        == frozenset()
+
+
+class _Fixed:
+    """A reader that always adds one fact and drops one key."""
+
+    def __init__(self, added: list[tuple[str, str]], dropped: Sequence[str] = ()) -> None:
+        self.added, self.dropped = added, frozenset(dropped)
+        self.seen: list[str] = []
+
+    def read(self, stated: str, ruled: Sequence[tuple[str, str]]
+             ) -> tuple[list[tuple[str, str]], frozenset[str]]:
+        self.seen.append(stated)
+        return self.added, self.dropped
+
+
+def test_the_extractor_adds_the_readers_facts_as_stated_facts() -> None:
+    fixed = _Fixed([("pet.dog:biscuit", "Biscuit")])
+    cands = RuleExtractor(reads_facts=fixed).extract([_turn("Biscuit ate a sock again lol")])
+    facts = [c for c in cands if c.kind is MemoryKind.FACT]
+    assert [(c.key, c.value) for c in facts] == [("pet.dog:biscuit", "Biscuit")]
+    assert facts[0].metadata["read_by"] == "fact_model" and facts[0].intent is Intent.NONE
+
+
+def test_the_extractor_drops_the_rule_facts_the_reader_rejects() -> None:
+    text = "I live in Boston"
+    assert any(c.key == "location.home" for c in RuleExtractor().extract([_turn(text)]))
+    cands = RuleExtractor(reads_facts=_Fixed([], ["location.home"])).extract([_turn(text)])
+    assert not any(c.key == "location.home" for c in cands)
+
+
+def test_questions_quotes_and_hypotheticals_never_reach_the_reader() -> None:
+    fixed = _Fixed([("pet.dog:biscuit", "Biscuit")])
+    for text in ("did you get a dog?", "你养狗了吗？", "if I had a dog I'd call him Biscuit",
+                 "要是我有钱就养只狗"):
+        assert stated_text(text) == "", text
+        cands = RuleExtractor(reads_facts=fixed).extract([_turn(text)])
+        assert not [c for c in cands if c.kind is MemoryKind.FACT], text
+    assert fixed.seen == []
+    assert "Biscuit" not in stated_text('He said "my dog Biscuit is the best". Nice.')
+
+
+def test_a_sarcastic_liking_is_not_added() -> None:
+    fixed = _Fixed([("preference:being on hold", "being on hold")])
+    cands = RuleExtractor(reads_facts=fixed).extract([_turn("I just LOVE being on hold 🙄")])
+    assert not [c for c in cands if c.kind is MemoryKind.FACT]
+
+
+def test_the_shipped_extractor_reads_facts_only_when_set_to() -> None:
+    assert training_rows(), "the packaged facts corpus ships with the package"
+    assert make_extractor(Settings(fact_reader="rules"))._reads_facts is None  # type: ignore[attr-defined]
