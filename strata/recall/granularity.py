@@ -317,6 +317,10 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
     if late is not None and recipe.runs(Stage.LATE_INTERACTION) and everything:
         everything.sort(key=lambda u: u.final, reverse=True)
         shortlist = everything[:recipe.late_candidates]
+        if asked.reached and recipe.entity_past_late:  # the index's turns are not cut
+            listed = {u.record.id for u in shortlist}
+            shortlist += [u for u in everything[recipe.late_candidates:]
+                          if u.record.id in asked.reached and u.record.id not in listed]
         units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
         everything, best = _rank(units, exchanges, asked, recipe)
         kept = {u.record.id for u in shortlist}

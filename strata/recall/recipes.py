@@ -77,6 +77,9 @@ class RecallRecipe(BaseModel):
     entity_found_too: bool = _param(
         True, "entity_weight lifts the reached turns the search found as well (false: only "
         "the ones the entity index added, a separate source rather than a boost)")
+    entity_past_late: bool = _param(
+        False, "the turns the entity index reached pass late interaction's cut (its "
+        "late_candidates) and are re-scored with the shortlist, instead of competing for it")
     entity_sources: tuple[str, ...] = _param(
         ("gazetteer", "lexicon", "names"), "what the entity index may reach through: the "
         "gazetteer (places, place levels), the category lexicon (things, categories), the "
@@ -256,6 +259,12 @@ ENTITY_PROFILES = (
                    description=f"only the turns the index added get entity_weight {w}; "
                    f"{c} entity candidates")
       for w, c in ((0.2, 20), (0.3, 10), (0.2, 10))),
+    RecallRecipe(name="entities-kept-c10", stages=_ENTITIES, entity_candidates=10,
+                 entity_past_late=True, description="the entities-c10 profile with the "
+                 "reached turns past late interaction's cut"),
+    RecallRecipe(name="entities-kept-gazetteer", stages=_ENTITIES, entity_past_late=True,
+                 entity_sources=("gazetteer",), description="the entities-only-gazetteer "
+                 "profile with the reached turns past late interaction's cut"),
     *(RecallRecipe(name=f"entities-only-{source}", stages=_ENTITIES,
                    entity_sources=(source,),
                    description=f"the entities profile reaching through the {source} alone")

@@ -72,7 +72,8 @@ STAGES: dict[Stage, StageInfo] = {
         "episodes: the best turns said on each date the query names"),
     Stage.ENTITIES: StageInfo(
         "candidates", "strata.recall.service", (
-            "entity_candidates", "entity_weight", "entity_found_too", "entity_sources"),
+            "entity_candidates", "entity_weight", "entity_found_too", "entity_past_late",
+            "entity_sources"),
         "episodes: the turns the user's entity index reaches from the query's entities and "
         "the kinds it asks for (what state, which instruments, who), with their own weight"),
     Stage.EXCHANGES: StageInfo(

@@ -186,3 +186,16 @@ def test_a_separate_source_lifts_only_the_turns_it_added(shard: SessionShardServ
     assert "entity" in boost[both], boost[both]
     assert "entity" not in added[both], added[both]
     assert added[TAMPA]["entity"] == WITH.entity_weight
+
+
+def test_reached_turns_can_pass_late_interactions_cut(shard: SessionShardService) -> None:
+    other = "Nate: the weather in Tampa was sunny, the beach was nice"
+    said(shard, TAMPA)
+    said(shard, other)  # both reached: Tampa is in Florida
+    for text in FILLER:
+        said(shard, text)
+    narrow = WITH.model_copy(update={"late_candidates": 1, "entity_weight": 0.0})
+    cut = candidates(shard, narrow)
+    assert len(cut) == 1 and not {TAMPA, other} <= cut.keys()  # one survives the cut
+    kept = candidates(shard, narrow.model_copy(update={"entity_past_late": True}))
+    assert {TAMPA, other} <= kept.keys() and len(kept) <= 3
