@@ -111,6 +111,7 @@ class EntityView:
         self._by_public = {public_id(k): k for k in self.index.entities}
         speakers = {s.lower(): s for s in self.index.snapshot().speakers.values()}
         self._speakers = speakers
+        self._summaries: list[EntitySummary] | None = None
 
     def derived_name(self, key: str) -> str:
         """The name the memories give the entity (before a rename)."""
@@ -122,9 +123,11 @@ class EntityView:
         return self._by_public.get(entity_id)
 
     def summaries(self) -> list[EntitySummary]:
-        """Every entity, most mentioned first."""
-        out = [self.summary(key) for key in self.index.entities]
-        return sorted(out, key=lambda s: (-s.mentions, s.name.lower(), s.key))
+        """Every entity, most mentioned first (built once per view)."""
+        if self._summaries is None:
+            out = [self.summary(key) for key in self.index.entities]
+            self._summaries = sorted(out, key=lambda s: (-s.mentions, s.name.lower(), s.key))
+        return self._summaries
 
     def summary(self, key: str) -> EntitySummary:
         entity = self.index.entities[key]

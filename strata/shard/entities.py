@@ -5,7 +5,8 @@ too), active or cold, not hidden by a forget — with ``strata.entities.EntityIn
 person's edits are laid over it (``strata.entities.overlay``). Deriving costs about 2 ms a
 memory here (the gazetteer and lexicon passes), so each (user, viewer) keeps its derived
 index between reads and brings it up to date with what changed since: memories gone or
-changed leave it (``EntityIndex.forget``), new or changed ones are added. A read with nothing
+changed leave it (``EntityIndex.forget``), new or changed ones are added; the view built
+from it is kept too while neither the memories nor the edits change. A read with nothing
 changed costs the scan of the user's rows (docs/benchmarks.md, "The entity view's cost").
 
 Editing writes the caller's lane of edits; deleting an entity is a delete edit (its
@@ -47,6 +48,7 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    StoredRecord,
     utcnow,
 )
 from strata.shard.longterm import LazyLongTerm, ShardMemories
@@ -55,7 +57,7 @@ from strata.stores.redis_ports import AuditLog, ForgetLog, ForgetRequest
 
 __all__ = ["VIEWS_KEPT", "ShardEntities"]
 
-VIEWS_KEPT = 64  # derived indexes a shard keeps (one per user and viewer), least recent out
+VIEWS_KEPT = 16  # derived views a shard keeps (user × viewer; ~4 MB at 700 memories), LRU
 _SHOWN = (MemoryStatus.ACTIVE, MemoryStatus.COLD)
 _INDEXED = (Collection.FACTS, Collection.EPISODES)
 
@@ -67,10 +69,12 @@ class _Derived:
     index: EntityIndex
     items: dict[str, MemoryItem] = field(default_factory=dict)
     seen: dict[str, tuple[float, str]] = field(default_factory=dict)
+    view: EntityView | None = None  # the view last built from it, and with which edits
+    view_edits: EntityEdits | None = None
 
 
-def _fingerprint(item: MemoryItem) -> tuple[float, str]:
-    return item.updated_at.timestamp(), item.text
+def _fingerprint(row: StoredRecord) -> tuple[float, str]:
+    return row.updated_at, row.text
 
 
 class ShardEntities:
@@ -94,16 +98,18 @@ class ShardEntities:
         self._lock = threading.Lock()
 
     # -- deriving ----------------------------------------------------------------------------
-    def _visible(self, scope: Scope, viewer: str | None) -> list[MemoryItem]:
-        """The memories the view is derived from, oldest first."""
+    def _rows(self, scope: Scope, viewer: str | None) -> list[StoredRecord]:
+        """The rows the view is derived from (not hidden by a forget), oldest first."""
         vectors = self._longterm.get().vectors
         flt = RecordFilter(statuses=list(_SHOWN), visible_to=viewer)
-        items = [from_record(r) for c in _INDEXED for r in read_rows(vectors, c, scope, flt)]
-        return sorted((i for i in items if i.weight > 0.0), key=lambda i: (i.created_at, i.id))
+        rows = [r for c in _INDEXED for r in read_rows(vectors, c, scope, flt)
+                if float(r.payload.get("weight", 1.0)) > 0.0]
+        return sorted(rows, key=lambda r: (r.created_at, r.id))
 
     def _derived(self, scope: Scope, viewer: str | None) -> _Derived:
-        """The viewer's derived index, brought up to date with the user's memories."""
-        items = self._visible(scope, viewer)
+        """The viewer's derived index, brought up to date with the user's memories (only a
+        row that is new or changed since the last read is read into a memory and indexed)."""
+        rows = self._rows(scope, viewer)
         with self._lock:
             key = (scope.key, viewer)
             derived = self._views.pop(key, None) or _Derived(
@@ -111,28 +117,33 @@ class ShardEntities:
             self._views[key] = derived
             while len(self._views) > VIEWS_KEPT:
                 self._views.popitem(last=False)
-            now = {i.id: _fingerprint(i) for i in items}
+            now = {r.id: _fingerprint(r) for r in rows}
             stale = [m for m, seen in derived.seen.items() if now.get(m) != seen]
+            if stale or len(now) != len(derived.seen):
+                derived.view = None
             if stale:
                 derived.index.forget(stale)
-            speakers = {str(s) for i in items if (s := i.metadata.get("speaker"))}
-            for item in items:
-                if derived.seen.get(item.id) == now[item.id]:
-                    continue
+            fresh = [from_record(r) for r in rows if derived.seen.get(r.id) != now[r.id]]
+            items = {**{m: i for m, i in derived.items.items() if m in now
+                        and derived.seen.get(m) == now[m]}, **{i.id: i for i in fresh}}
+            speakers = {str(s) for i in items.values() if (s := i.metadata.get("speaker"))}
+            for item in fresh:
                 speaker = item.metadata.get("speaker")
                 derived.index.add(item.id, item.text, str(item.metadata.get("lang") or "en"),
                                   speaker=str(speaker) if speaker else None, speakers=speakers)
             derived.seen = now
-            derived.items = {i.id: i for i in items}
+            derived.items = items
             return derived
 
     def _view(self, scope: Scope, viewer: str | None) -> tuple[EntityView, int]:
         derived = self._derived(scope, viewer)
         edits = edits_seen_by(self._edits, scope, viewer)
         with self._lock:
-            view = EntityView(derived.index, derived.items, edits, self._gazetteer(),
-                              self._lexicon())
-            return view, len(derived.items)
+            if derived.view is None or derived.view_edits != edits:
+                derived.view = EntityView(derived.index, derived.items, edits,
+                                          self._gazetteer(), self._lexicon())
+                derived.view_edits = edits
+            return derived.view, len(derived.items)
 
     def _key(self, view: EntityView, entity_id: str) -> str:
         key = view.key_of(entity_id)
