@@ -1,5 +1,6 @@
 """A learned reading of what a user turn asks of memory (issue #36): a linear model over
-the character n-grams of the turn and of the turn before it, English and Chinese alike.
+the character and word n-grams of the turn and the character n-grams of the turn before
+it, English and Chinese alike.
 
 The rules (``strata.extract.intents``) fit the sentences they were written from; this
 model is trained on a labelled corpus written by several independent writers (the four
@@ -18,6 +19,11 @@ On ordinary conversation (LoCoMo dev, 2,760 turns) the model alone reads a forge
 ("Don't let anything stop you!"): a forget the rules did not see must also say something
 about removing, keeping, mentioning or being done with a thing (``FORGET_CUE``, written from
 those meanings, not from the corpus's sentences), which leaves none.
+
+Why this module is long: the model, its combination with the rules and their cues, the
+forget's scope and target span models, and the one cached fit the shards share are one
+idea — the learned reading of a turn — and each piece is fitted from the same packaged
+rows; split, the pieces would import each other's private feature helpers.
 """
 
 from __future__ import annotations
@@ -30,18 +36,20 @@ import os
 import pickle
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from strata.extract.base import Intent
+from strata.extract.base import Candidate, Intent
 from strata.extract.intents import detect_intent
 from strata.extract.terms import ordered_terms, terms
+from strata.models import MemoryKind
 
-__all__ = ["CONFIRM_CUE", "FORGET_CUE", "INTENTS", "TRAINING", "CombinedIntents", "IntentDetector",
-           "IntentReading", "LearnedIntents", "RuleIntents", "TargetSpans", "Utterance",
-           "confirm_reader", "forget_target", "framing_terms", "packaged_detector", "training_rows"]
+__all__ = ["CONFIRM_CUE", "FORGET_CUE", "INTENTS", "LABEL_THRESHOLDS", "TRAINING",
+           "CombinedIntents", "IntentDetector", "IntentReading", "LearnedIntents", "RuleIntents",
+           "TargetSpans", "Utterance", "as_override", "confirm_reader", "forget_target",
+           "framing_terms", "intent_words", "packaged_detector", "training_rows"]
 
 logger = logging.getLogger(__name__)
 TRAINING = Path(__file__).parent / "intent_corpus"  # the development writers' rows
@@ -57,6 +65,10 @@ FORGET_CUE = re.compile(
     r"|忘|删|清|抹|丢|扔|去掉|留|存|记|提|跟进|关注|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都")
 
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
+# the probability a label other than forget needs in the shipped reading; a change
+# supersedes the old value, so it is held to precision first (leave-one-writer-out on the
+# development writers, ``bench/intent_features.py``)
+LABEL_THRESHOLDS: dict[str, float] = {"change": 0.5}
 _RULE_LABEL = {Intent.FORGET: "forget", Intent.OVERRIDE: "change",
                Intent.REMEMBER: "remember", Intent.NONE: "none"}
 
@@ -97,11 +109,16 @@ class RuleIntents:
 class LearnedIntents:
     """Logistic regression over TF-IDF character n-grams (1-4, within word bounds, so a
     Chinese turn is read by its characters and an English one by its word pieces and
-    misspellings) of the turn, beside those of the previous turn (``with_previous``). It
-    learns the rows' ``label`` field: the intent, or a forget's scope."""
+    misspellings) of the turn, beside its word uni- and bigrams (``words``: jieba's words in
+    Chinese, so "不再" and "搬家" count as one word each) and the character n-grams of the
+    previous turn (``with_previous``). It learns the rows' ``label`` field: the intent, or a
+    forget's scope. The word features were chosen by leave-one-writer-out over the
+    development writers (``bench/intent_features.py``)."""
 
     def __init__(self, rows: Sequence[dict[str, Any]], c: float = 4.0, label: str = "intent",
-                 with_previous: bool = True) -> None:
+                 with_previous: bool = True, words: bool = True,
+                 embed: Callable[[list[str]], Any] | None = None,
+                 embed_weight: float = 1.0) -> None:
         from scipy.sparse import hstack
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -111,23 +128,44 @@ class LearnedIntents:
                                      lowercase=True, min_df=1)
         self._previous = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 3),
                                          sublinear_tf=True, lowercase=True, min_df=2)
+        self._words = (TfidfVectorizer(tokenizer=intent_words, lowercase=False,
+                                       token_pattern=None, ngram_range=(1, 2),
+                                       sublinear_tf=True) if words else None)
         self._with_previous = with_previous
+        # a sentence embedding of the turn beside the n-grams (``embed``: texts → vectors);
+        # measured, not shipped: it did not pay for its cost (``bench/intent_features.py``)
+        self._embed, self._embed_weight = embed, embed_weight
         texts = [r["text"] for r in rows]
-        features = self._text.fit_transform(texts)
+        blocks = [self._text.fit_transform(texts)]
+        if self._words is not None:
+            blocks.append(self._words.fit_transform(texts))
+        if embed is not None:
+            blocks.append(self._embedded(texts))
         if with_previous:
             before = [_previous(r.get("previous")) for r in rows]
-            features = hstack([features, self._previous.fit_transform(before) * 0.5]).tocsr()
+            blocks.append(self._previous.fit_transform(before) * 0.5)
         self._model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")
-        self._model.fit(features, [r[label] for r in rows])
+        self._model.fit(hstack(blocks).tocsr(), [r[label] for r in rows])
         self.classes: list[str] = [str(c) for c in self._model.classes_]
 
     def probabilities(self, utterances: Sequence[Utterance]) -> list[dict[str, float]]:
-        features = self._text.transform([u.text for u in utterances])
+        texts = [u.text for u in utterances]
+        blocks = [self._text.transform(texts)]
+        if self._words is not None:
+            blocks.append(self._words.transform(texts))
+        if self._embed is not None:
+            blocks.append(self._embedded(texts))
         if self._with_previous:
-            features = self._hstack([features, self._previous.transform(
-                [_previous(u.previous) for u in utterances]) * 0.5]).tocsr()
+            blocks.append(self._previous.transform(
+                [_previous(u.previous) for u in utterances]) * 0.5)
         return [dict(zip(self.classes, map(float, row), strict=True))
-                for row in self._model.predict_proba(features)]
+                for row in self._model.predict_proba(self._hstack(blocks).tocsr())]
+
+    def _embedded(self, texts: list[str]) -> Any:
+        from scipy.sparse import csr_matrix
+
+        assert self._embed is not None
+        return csr_matrix(self._embed(texts)) * self._embed_weight
 
     def read(self, utterances: Sequence[Utterance]) -> list[IntentReading]:
         out = []
@@ -135,6 +173,19 @@ class LearnedIntents:
             best = max(probs, key=probs.__getitem__)
             out.append(IntentReading(best, probs[best], "learned"))
         return out
+
+
+_WORDLIKE = re.compile(r"\w")
+
+
+def intent_words(text: str) -> list[str]:
+    """A turn's words for the model: jieba's segmentation (Chinese words, English words as
+    they are), lower-cased, punctuation dropped, function words kept ("not", "no longer",
+    "不" carry the meaning here)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # as strata.stores.lexical: no dictionary chatter
+    return [w.lower() for w in jieba.lcut(text) if _WORDLIKE.search(w)]
 
 
 def _previous(text: str | None) -> str:
@@ -145,14 +196,18 @@ class CombinedIntents:
     """The model's reading, with forgetting held to a stricter bar and the rules as a
     second opinion on it: a forget needs the model's probability of forget at least
     ``forget_threshold``, or at least ``rule_backed`` when the rules also read a forget;
-    otherwise the turn gets the model's best other label. The thresholds were chosen by
-    leave-one-writer-out on the development writers (``bench/intents.py``)."""
+    otherwise the turn gets the model's most probable other label that reaches its bar in
+    ``thresholds`` (a label not named there: any probability; none reached: "none"). The
+    thresholds were chosen by leave-one-writer-out on the development writers
+    (``bench/intents.py``, ``bench/intent_features.py``)."""
 
     def __init__(self, learned: LearnedIntents, forget_threshold: float = 0.4,
                  rule_backed: float = 0.2, cue: re.Pattern[str] | None = None,
                  scopes: LearnedIntents | None = None, all_threshold: float = 0.5,
-                 spans: TargetSpans | None = None) -> None:
+                 spans: TargetSpans | None = None,
+                 thresholds: Mapping[str, float] | None = None) -> None:
         self._learned = learned
+        self.thresholds = dict(thresholds or {})
         self._rules = RuleIntents()
         self.forget_threshold = forget_threshold
         self.rule_backed = rule_backed
@@ -177,10 +232,21 @@ class CombinedIntents:
                                          else "learned", self._scope(u),
                                          self._spans.target(u.text) if self._spans else None))
                 continue
-            others = {k: v for k, v in probs.items() if k != "forget"}
-            best = max(others, key=others.__getitem__)
-            out.append(IntentReading(best, others[best], "learned"))
+            out.append(self._other(probs))
         return out
+
+    def _other(self, probs: dict[str, float]) -> IntentReading:
+        """The most probable label other than forget that reaches its threshold."""
+        for label in sorted((k for k in probs if k != "forget"), key=probs.__getitem__,
+                            reverse=True):
+            if probs[label] >= self.thresholds.get(label, 0.0):
+                return IntentReading(label, probs[label], "learned")
+        return IntentReading("none", probs.get("none", 0.0), "learned")
+
+    def reads_change(self, utterance: Utterance) -> bool:
+        """Whether the turn reads as a change (the new value supersedes the old): the
+        model's label is change at its threshold and no forget is read."""
+        return self.read([utterance])[0].intent == "change"
 
     def could_forget(self, utterance: Utterance) -> bool:
         """Whether ``read`` could find a forget here: the rules read one, or the cue matches
@@ -249,6 +315,18 @@ def _scope_of(probs: dict[str, float], all_threshold: float) -> str:
         return "all"
     others = {k: v for k, v in probs.items() if k != "all"}
     return max(others, key=others.__getitem__) if others else "one"
+
+
+def as_override(cand: Candidate, min_confidence: float = 0.6) -> Candidate:
+    """A fact the rules found in a turn the learned reading reads as a change, stated as an
+    override: it supersedes the current value of its key (``ConflictResolver``) instead of
+    standing beside it. An episode, a fact without a key, a forget or remember, and a hedged
+    fact (below ``min_confidence``: "I might move to Berlin") stay as they are."""
+    if (cand.kind is not MemoryKind.FACT or not cand.key or cand.intent is not Intent.NONE
+            or cand.confidence < min_confidence):
+        return cand
+    return cand.model_copy(update={"intent": Intent.OVERRIDE,
+                                   "metadata": {**cand.metadata, "change_read_by": "learned"}})
 
 
 def forget_target(text: str, previous: str | None) -> str | None:
@@ -336,7 +414,8 @@ def _packaged_detector() -> IntentDetector:
         learned, scopes, spans = pickle.loads(path.read_bytes())
         if (isinstance(learned, LearnedIntents) and isinstance(scopes, LearnedIntents)
                 and isinstance(spans, TargetSpans)):
-            return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans)
+            return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
+                                   thresholds=LABEL_THRESHOLDS)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
         pass
     learned = LearnedIntents(rows)
@@ -354,4 +433,5 @@ def _packaged_detector() -> IntentDetector:
                 old.unlink(missing_ok=True)
     except OSError as exc:  # a read-only home: fit again next time
         logger.info("intent model not cached (%s)", exc)
-    return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans)
+    return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
+                           thresholds=LABEL_THRESHOLDS)
