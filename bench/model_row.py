@@ -26,6 +26,7 @@ The machine's load average is printed at every step (it is shared: compare rows 
     nice -n 5 .venv/bin/python bench/model_row.py --limit 2 --json /tmp/model_row.json
     nice -n 5 .venv/bin/python bench/model_row.py --probe-only       # the embedding process only
     nice -n 5 .venv/bin/python bench/model_row.py --service-only --limit 1
+    nice -n 5 .venv/bin/python bench/model_row.py --dense --limit 1     # dense first stage only
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
 
 from bench.common.process_rss import sample_tree
 from bench.common.server import REPO, StrataServer, free_port, revision
@@ -119,6 +122,38 @@ def probe(model: str, args: argparse.Namespace) -> dict[str, Any]:
             "query_embed_p50_ms": round(statistics.median(query_ms), 1) if query_ms else None,
             "cpu_ms_per_query": round(query_cpu * 1000 / max(len(query_ms), 1), 1),
             "load_avg": round(os.getloadavg()[0], 1)}
+
+
+def dense_row(model: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The first stage alone, in process: every turn of the conversations embedded as
+    Strata stores it, each category 1-4 question's ``--k`` nearest turns by cosine; R@k
+    and MRR of the evidence (no lexical, late interaction, entities or ranking)."""
+    from strata.eval.locomo import CATEGORIES, conversation_sessions, turn_text
+    from strata.settings import Settings
+    from strata.stores.embedders import make_embedder
+
+    embedder: Any = make_embedder(Settings(embedder=model, torch_threads=2))
+    recalls: list[float] = []
+    reciprocal: list[float] = []
+    started, c0 = time.perf_counter(), cpu_s()
+    for path in sorted(args.data.glob("*.json"))[:args.limit]:
+        conv = json.loads(path.read_text())
+        turns = [t for _, session in conversation_sessions(conv) for t in session]
+        vectors = embedder.encode([turn_text(t) for t in turns])
+        ids = [t["dia_id"] for t in turns]
+        qa = [q for q in conv["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
+        queries = embedder.encode([str(q["question"]) for q in qa])
+        for q, vec in zip(qa, queries, strict=True):
+            top = [ids[i] for i in np.argsort(-(vectors @ vec))[:args.k]]
+            evidence = set(q["evidence"])
+            recalls.append(len(evidence & set(top)) / len(evidence))
+            rank = next((r for r, d in enumerate(top, 1) if d in evidence), None)
+            reciprocal.append(1.0 / rank if rank else 0.0)
+    return {"model": model, "questions": len(recalls),
+            "dense_recall_at_k": round(statistics.fmean(recalls), 4),
+            "dense_mrr": round(statistics.fmean(reciprocal), 4),
+            "wall_s": round(time.perf_counter() - started, 1),
+            "cpu_s": round(cpu_s() - c0, 1)}
 
 
 def run_probe(model: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -259,6 +294,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--probe-queries", type=int, default=40)
     p.add_argument("--probe-only", action="store_true", help="the embedding process only")
     p.add_argument("--service-only", action="store_true", help="the service rows only")
+    p.add_argument("--dense", action="store_true", help="the first stage alone, in process: "
+                   "dense R@k and MRR of each model (no server)")
     p.add_argument("--probe", default=None, help=argparse.SUPPRESS)
     p.add_argument("--strata-bin", type=Path, default=REPO / ".venv" / "bin" / "strata")
     p.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
@@ -272,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.probe:
         print(json.dumps(probe(args.probe, args)))
+        return 0
+    if args.dense:
+        for model in [m.strip() for m in args.models.split(",") if m.strip()]:
+            print(json.dumps(dense_row(model, args)), flush=True)
         return 0
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     print(f"strata {revision()}; {os.cpu_count()} cpus; load avg {os.getloadavg()[0]:.1f}; "
