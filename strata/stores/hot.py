@@ -31,7 +31,8 @@ fails, the user leaves the index (to be reloaded from the durable store) and the
 propagates, so nothing the block wrote was acknowledged.
 
 Each user's episode turns are also held in an entity index (``hot_entities.UserEntities``,
-#38): built when the user loads, kept current by every write, delete and status or payload
+#38): built on the first recall whose recipe runs the ``entities`` stage (none of the
+default recipes does), then kept current by every write, delete and status or payload
 change that reaches the tables (a forgotten or deleted turn leaves it at once), and asked
 by recall's ``entities`` stage for the turns a question's entities lead to
 (``entity_reach``).
@@ -123,8 +124,9 @@ class HotIndexStore(TableServed):
     token vectors live in an unlinked local file per user (in ``spill_dir``, the system's
     temporary directory if None), read back for a recall's candidates only
     (``hot_table.TokenSpill``), not in the heap. ``entities``: keep each user's entity
-    index (``hot_entities``; the gazetteer and lexicon load once per process, on the first
-    user's load)."""
+    index (``hot_entities``), built on the first recall that asks for it (a recipe with the
+    ``entities`` stage) and kept current by every write after it; the gazetteer and lexicon
+    load once per process, then."""
 
     def __init__(self, inner: VectorStore, dim: int,
                  tokens: Callable[[], TokenEmbedder | None] | None = None,
@@ -165,7 +167,7 @@ class HotIndexStore(TableServed):
                     return user
             started = time.perf_counter()
             tables = {c: self._load(c, scope) for c in HOT_COLLECTIONS}
-            user = _User(tables, self._clock(), self._entity_index(tables[Collection.EPISODES]))
+            user = _User(tables, self._clock())  # the entity index: on its first use
             with self._index:
                 self._users[scope.key] = user
                 self._stats.loads += 1
@@ -281,6 +283,10 @@ class HotIndexStore(TableServed):
     def entity_reach(self, scope: Scope) -> EntityReach | None:
         """What the user's entity index reaches from a question (None: no index kept)."""
         user = self._user(scope)
+        if user.entities is None and self._entities:
+            with self._write:  # built on the first recall that asks (only recipes with the
+                if user.entities is None:  # ``entities`` stage do): no cost for the rest
+                    user.entities = self._entity_index(user.tables[Collection.EPISODES])
         entities = user.entities
         if entities is None:
             return None
