@@ -34,8 +34,11 @@ logger = logging.getLogger(__name__)
 
 
 def vector_dim(settings: Settings) -> int:
-    if settings.embedder == "minilm":
-        return 384  # all-MiniLM-L6-v2; avoids loading the model just to learn its size
+    """The vector size of the configured embedder; the packaged models' sizes are known, so
+    the driver does not load a model just to learn it."""
+    packaged = {"minilm": 384, "mpnet": 768}  # all-MiniLM-L6-v2, all-mpnet-base-v2
+    if settings.embedder in packaged:
+        return packaged[settings.embedder]
     return make_embedder(settings).dim
 
 

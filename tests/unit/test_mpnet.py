@@ -119,6 +119,13 @@ def test_mpnet_loads_offline_and_embeds(mpnet: MPNetEmbedder) -> None:
     assert mpnet.encode([]).shape == (0, 768)
 
 
+def test_the_sizes_the_driver_assumes_for_the_packaged_models_are_theirs(
+        mpnet: MPNetEmbedder) -> None:
+    from actors.bootstrap import vector_dim  # the driver's size, told to the vector store
+    assert vector_dim(Settings(embedder="mpnet")) == mpnet.dim
+    assert vector_dim(Settings(embedder="minilm")) == make_embedder(Settings()).dim
+
+
 def test_mpnet_gives_sentence_transformers_vectors_and_token_vectors(
         mpnet: MPNetEmbedder) -> None:
     from sentence_transformers import SentenceTransformer
