@@ -24,7 +24,16 @@ from strata.extract.filters import WriteFilter
 from strata.extract.pii import find_pii
 from strata.extract.worker import LongTermWriter
 from strata.layers.episodic import EpisodeStore
-from strata.layers.forget_match import EVERYTHING, names, said_before, stored_before
+from strata.layers.forget_match import (
+    EVERYTHING,
+    MatchPolicy,
+    Rival,
+    by_meaning,
+    forgettable,
+    names,
+    rival_of,
+    said_before,
+)
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.procedural import ProcedureSpec, ProcedureStore, render
 from strata.layers.records import from_record, to_record
@@ -41,6 +50,7 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    StoredRecord,
     check_id,
     is_visible,
     utcnow,
@@ -55,6 +65,7 @@ __all__ = ["LongTermMemory"]
 logger = logging.getLogger(__name__)
 MAX_EXCHANGES_SCAN = 16_384  # one session's exchanges (Milvus's largest query limit)
 LIST_LIMIT = 1000
+FORGET_POOL = 20  # memories per collection and query a forget ranks by meaning
 MIN_SHARED_TEXT = 8  # shorter shared text ("ok", a name) does not tie two memories together
 
 
@@ -118,9 +129,11 @@ class LongTermMemory:
 
     def __init__(self, vectors: VectorStore, embedder: Embedder,
                  resolver: ConflictResolver | None = None,
-                 write_filter: WriteFilter | None = None, procedure_cap: int = 100) -> None:
+                 write_filter: WriteFilter | None = None, procedure_cap: int = 100,
+                 forget_policy: MatchPolicy | None = None) -> None:
         self.vectors = vectors
         self.embedder = embedder
+        self.forget_policy = forget_policy or MatchPolicy()  # how a forget matches by meaning
         prepared = PreparedEmbedder(embedder)  # the writer encodes a job's texts in one batch
         self.facts = FactStore(vectors, prepared, resolver)
         self.episodes = EpisodeStore(vectors, prepared)
@@ -328,42 +341,58 @@ class LongTermMemory:
         return sum(self.vectors.delete_scope(layer.collection, scope) for layer in LONG_TERM)
 
     def forget_matching(self, scope: Scope, target: str, viewer: str | None = None,
-                        speaker: str | None = None, before: ForgetRequest | None = None
-                        ) -> dict[str, float]:
+                        speaker: str | None = None, before: ForgetRequest | None = None,
+                        said: str = "", extent: str | None = None) -> dict[str, float]:
         """A "forget" intent: the facts and episodes (exchanges too) that name the target
-        (``EVERYTHING``: all of them) get weight 0 at once (``forget_match.names``). Said by
-        one person of a multi-party conversation (``speaker``), it forgets what that person
-        said, not another's. Applied later than its turn (``before``: the request, retried),
-        it forgets only what was said before it (``metadata.said_at``; a memory that does not
-        say when counts as earlier). Returns each forgotten memory's weight before (what
-        ``restore`` puts back)."""
-        everything = target == EVERYTHING  # "forget everything you know about me"
-        vector = None if everything else self.embedder.encode([target])[0].tolist()
+        (``EVERYTHING``: all of them) get weight 0 at once — those ``forget_match.names``
+        holds, and the one(s) ``forget_match.by_meaning`` finds clearly best among the
+        user's memories closest to the target and to the whole turn (``said``), every one
+        about it for a topic or a person (``extent``). Said by one person of a multi-party
+        conversation (``speaker``), it forgets what that person said, not another's. Applied
+        later than its turn (``before``: the request, retried), it forgets only what was said
+        before it (``metadata.said_at``; a memory that does not say when counts as earlier).
+        Returns each forgotten memory's weight before (what ``restore`` puts back)."""
+        if target == EVERYTHING:  # "forget everything you know about me"
+            live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD],
+                                visible_to=viewer)
+            doomed = [(c, r) for c in (Collection.FACTS, Collection.EPISODES)
+                      for r in read_rows(self.vectors, c, scope, live)
+                      if forgettable(r, speaker, before)]
+        else:
+            pool = self.forget_rivals(scope, target, said, viewer, speaker, before)
+            rivals = [rival for _, _, rival in pool]
+            chosen = by_meaning(target, said, extent, rivals, self.forget_policy) | {
+                i for i, r in enumerate(rivals) if names(target, r.words, r.dense_target)}
+            doomed = [pool[i][:2] for i in sorted(chosen)]
         forgotten: dict[str, float] = {}
-        live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
-        for collection in (Collection.FACTS, Collection.EPISODES):
-            found = ([(r, 0.0) for r in read_rows(self.vectors, collection, scope, live)]
-                     if vector is None else
-                     [(h.record, h.parts.get("dense", 0.0)) for h in self.vectors.search_hybrid(
-                         collection, scope, vector, target, 10, live)])
-            for record, dense in found:
-                if record.payload.get("source") == Source.ADMIN.value:
-                    continue  # what an admin wrote changes only by an admin
-                said_by = (record.payload.get("metadata") or {}).get("speaker")
-                if speaker and said_by and said_by != speaker:
-                    continue
-                words = [record.text, record.payload.get("key"), record.payload.get("value")]
-                if not everything and not names(target, words, dense):
-                    continue
-                if before is not None and not stored_before(record, before):
-                    continue
-                before_weight = from_record(record)
-                if before_weight.weight <= 0.0:
-                    continue  # forgotten already: an undo of that forget must restore it
-                item = before_weight.model_copy(update={"weight": 0.0, "updated_at": utcnow()})
-                self._rewrite(collection, scope, item)
-                forgotten[item.id] = before_weight.weight
+        for collection, record in doomed:
+            before_weight = from_record(record)
+            item = before_weight.model_copy(update={"weight": 0.0, "updated_at": utcnow()})
+            self._rewrite(collection, scope, item)
+            forgotten[item.id] = before_weight.weight
         return forgotten
+
+    def forget_rivals(self, scope: Scope, target: str, said: str = "",
+                      viewer: str | None = None, speaker: str | None = None,
+                      before: ForgetRequest | None = None
+                      ) -> list[tuple[Collection, StoredRecord, Rival]]:
+        """The memories a forget of ``target`` (said in the turn ``said``) may hide, ranked
+        by ``forget_matching``: the user's facts and episodes closest to the target and to
+        the turn (``FORGET_POOL`` of each collection for each, by hybrid search) that
+        ``forget_match.forgettable`` keeps, with their cosines to both."""
+        live = RecordFilter(statuses=[MemoryStatus.ACTIVE, MemoryStatus.COLD], visible_to=viewer)
+        texts = [target] + ([said] if said and said != target else [])
+        queries = dict(zip(texts, (v.tolist() for v in self.embedder.encode(texts)),
+                           strict=True))
+        pool: list[tuple[Collection, StoredRecord, Rival]] = []
+        for collection in (Collection.FACTS, Collection.EPISODES):
+            ids = list(dict.fromkeys(h.record.id for text, vector in queries.items()
+                                     for h in self.vectors.search_hybrid(
+                                         collection, scope, vector, text, FORGET_POOL, live)))
+            pool.extend((collection, r, rival_of(r, queries[target], queries.get(said)))
+                        for r in self.vectors.get(collection, scope, ids)
+                        if forgettable(r, speaker, before))
+        return pool
 
     def restore(self, scope: Scope, weights: Mapping[str, float]) -> int:
         """Undo a forget: each memory still at weight 0 gets its weight back (one deleted or

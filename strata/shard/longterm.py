@@ -25,6 +25,7 @@ from strata.extract.fact_rules import match_facts
 from strata.extract.intent_model import (
     CombinedIntents,
     IntentDetector,
+    IntentReading,
     Utterance,
     as_override,
     forget_target,
@@ -39,7 +40,7 @@ from strata.layers.decay import (
     apply_changes,
     sweep_scope,
 )
-from strata.layers.forget_match import EVERYTHING
+from strata.layers.forget_match import EVERYTHING, EXTENTS
 from strata.layers.forgetting import FilePurge
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
@@ -155,8 +156,11 @@ class ShardMemories:
             return result
         declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
         ruled = detect_intent(turn.content)
-        learned = (self._learned_forget(turn, previous, ruled)
+        reading = (self._learned_reading(turn, previous)
                    if ruled in (Intent.NONE, Intent.FORGET) else None)
+        learned = self._learned_forget(turn, previous, ruled, reading)
+        # what the model reads a forget to take (one, topic, person), the rules' too
+        extent = reading.scope if reading is not None and reading.scope in EXTENTS else None
         changed = ruled is Intent.NONE and learned is None and self._learned_change(
             turn, previous)
         if ruled is Intent.NONE and not declared and learned is None and not changed:
@@ -183,7 +187,8 @@ class ShardMemories:
             summary = WriteSummary()
             with self.lock:
                 for cand in forget:
-                    result.forgotten.extend(self._forget(scope, _request(cand, turn)))
+                    result.forgotten.extend(self._forget(scope, _request(cand, turn),
+                                                         said=turn.content, extent=extent))
                 if explicit:
                     self._users.register(scope)
                     summary = self.longterm.writer.write(scope, explicit)
@@ -213,17 +218,21 @@ class ShardMemories:
         return isinstance(detector, CombinedIntents) and detector.reads_change(
             Utterance(turn.content, previous))
 
-    def _learned_forget(self, turn: Turn, previous: str | None, ruled: Intent
-                        ) -> Candidate | None:
-        """What the learned detector adds to the rules' reading: a forget they did not
-        read (its target: ``forget_target``), or that a forget is of everything."""
+    def _learned_reading(self, turn: Turn, previous: str | None) -> IntentReading | None:
+        """The learned detector's reading of a turn that could be a forget (None: no
+        detector, or the model would not read a forget: not run, most turns)."""
         if self._detector is None:
             return None
         detector, said = self._detector(), Utterance(turn.content, previous)
         if isinstance(detector, CombinedIntents) and not detector.could_forget(said):
-            return None  # the model would not read a forget: not run (most turns)
-        reading = detector.read([said])[0]
-        if reading.intent != "forget":
+            return None
+        return detector.read([said])[0]
+
+    def _learned_forget(self, turn: Turn, previous: str | None, ruled: Intent,
+                        reading: IntentReading | None) -> Candidate | None:
+        """What the learned detector's ``reading`` adds to the rules': a forget they did
+        not read (its target: ``forget_target``), or that a forget is of everything."""
+        if reading is None or reading.intent != "forget":
             return None
         if reading.scope == "all":
             target: str | None = EVERYTHING
@@ -236,15 +245,20 @@ class ShardMemories:
         return Candidate(kind=MemoryKind.FACT, text=target.strip(), intent=Intent.FORGET,
                          provenance=Provenance(session_id=turn.session_id,
                                                turn_ids=[turn.turn_id]),
-                         event_time=turn.created_at, speaker=speaker_of(turn))
+                         event_time=turn.created_at, speaker=speaker_of(turn),
+                         metadata={"extent": reading.scope} if reading.scope in EXTENTS
+                         else {})  # kept for a late application (``write_longterm``)
 
-    def _forget(self, scope: Scope, request: ForgetRequest, late: bool = False) -> list[str]:
+    def _forget(self, scope: Scope, request: ForgetRequest, late: bool = False,
+                said: str = "", extent: str | None = None) -> list[str]:
         """Apply a forget request to what is stored (``late``: after its turn, to what was
-        said before it only), then keep it in the forget log (a failure in between leaves the
-        queued job to do both again)."""
+        said before it only; ``said``: the turn's words; ``extent``: one, topic or person, as
+        the detector read it), then keep it in the forget log (a failure in between leaves
+        the queued job to do both again)."""
         hidden = self.longterm.forget_matching(scope, request.target, viewer=request.viewer,
                                                speaker=request.speaker,
-                                               before=request if late else None)
+                                               before=request if late else None,
+                                               said=said, extent=extent)
         kept = next((r for r in self._forgets.recent(scope) if r.key == request.key), None)
         if kept is not None and kept.purged_at is None:  # a retry: what it hid stays undoable
             hidden = {**kept.forgotten, **hidden}
@@ -286,7 +300,8 @@ class ShardMemories:
                     self._forgets.add(scope, request)
                 else:  # its turn's attempt failed: now, with what is stored now
                     applied.add(request.turn_id)
-                    forgotten += len(self._forget(scope, request, late=True))
+                    forgotten += len(self._forget(scope, request, late=True,
+                                                  extent=cand.metadata.get("extent")))
             # the turn that asked to forget is no event to recall ("the dispute is behind me,
             # don't bring it up"), alone or in an exchange with the turn after it
             asked = {r.turn_id for r in requests}
