@@ -327,7 +327,8 @@ def main() -> None:
                 for detector, variant, matcher in runs:
                     started = time.perf_counter()
                     counts = run(subset, detector, embedder, redis, variant, MATCHERS[matcher],
-                                 run_id=f"{split}-{detector}-{variant}-{matcher}",
+                                 run_id=f"{split.replace(' ', '-')}-{detector}-"
+                                 f"{variant}-{matcher}",
                                  said_forget=said_forget)
                     took = time.perf_counter() - started
                     print(f"{split:8} {detector:7} {variant:5} {matcher:7} " + cells(counts)
