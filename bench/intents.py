@@ -36,6 +36,7 @@ from strata.extract.intent_model import (
     FORGET_CUE,
     INTENTS,
     LABEL_THRESHOLDS,
+    SHIPPED_FORGET_BAR,
     CombinedIntents,
     IntentDetector,
     LearnedIntents,
@@ -98,7 +99,8 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         "learned new+rules": CombinedIntents(new),
         # what the shards run (packaged_detector): a learned-only forget needs the cue, and
         # each label its threshold
-        "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS)}
+        "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
+                                   forget_threshold=SHIPPED_FORGET_BAR)}
     if before and len(before) < len(train):  # yesterday's shipped detector, beside it
         out["shipped before"] = CombinedIntents(LearnedIntents(before, words=False),
                                                 cue=FORGET_CUE)

@@ -18,6 +18,7 @@ import intents as bench
 from strata.extract.intent_model import (
     FORGET_CUE,
     LABEL_THRESHOLDS,
+    SHIPPED_FORGET_BAR,
     CombinedIntents,
     LearnedIntents,
     RuleIntents,
@@ -45,7 +46,8 @@ def test_on_held_out_writers_the_model_reads_what_the_rules_miss(
     train, test = split
     # as the shards read it (packaged_detector): the forget cue and the label thresholds
     combined = CombinedIntents(LearnedIntents(train), cue=FORGET_CUE,
-                               thresholds=LABEL_THRESHOLDS)
+                               thresholds=LABEL_THRESHOLDS,
+                               forget_threshold=SHIPPED_FORGET_BAR)
     said = {name: [r.intent for r in d.read(bench.utterances(test))]
             for name, d in (("rules", RuleIntents()), ("combined", combined))}
     scores = {name: bench.scores(test, p) for name, p in said.items()}
