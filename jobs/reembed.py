@@ -1,6 +1,6 @@
 """Re-embed the knowledge base with another embedding model, with no downtime.
 
-    python -m jobs.reembed --embedder openai        # or minilm / hash
+    python -m jobs.reembed --embedder openai        # or minilm / mpnet / hash
     python -m jobs.reembed --embedder sentence-transformers --st-model-path /models/my-model
     ray job submit -- python -m jobs.reembed --embedder minilm
 
@@ -33,7 +33,7 @@ NAMESPACE = "strata"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.reembed")
     parser.add_argument("--embedder", required=True,
-                        choices=["minilm", "hash", "openai", "sentence-transformers"])
+                        choices=["minilm", "mpnet", "hash", "openai", "sentence-transformers"])
     parser.add_argument("--st-model-path", default=None, help=(
         "with --embedder sentence-transformers: the model's local directory, as every node "
         "sees it"))
