@@ -120,11 +120,12 @@ class LocalRay:
                 raise RuntimeError(f"the local Ray did not start in {timeout_s:.0f}s; see {log}")
             time.sleep(0.5)
 
-    def stop(self, grace_s: float = 3.0) -> None:
+    def stop(self, grace_s: float = 1.0) -> None:
         """SIGTERM to the head's process group (its GCS, raylet, workers), then SIGKILL.
 
         Called once Strata's actors are stopped and flushed: nothing in this Ray needs to be
-        kept, and `ray start --block` would otherwise drain for up to 30 s."""
+        kept, and `ray start --block` would otherwise drain for up to 30 s (a grace of 3 s
+        ran out every time, so it is 1 s)."""
         if self._proc is None:
             return
         try:

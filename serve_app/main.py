@@ -23,7 +23,7 @@ __all__ = ["serve_forever", "start"]
 logger = logging.getLogger(__name__)
 NAMESPACE = "strata"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-STOP_DEADLINE_S = 8.0  # a healthy stop takes ~4 s (docs/benchmarks.md)
+STOP_DEADLINE_S = 6.0  # a healthy stop takes ~2.5 s (docs/benchmarks.md)
 
 
 def connect_ray(settings: Settings) -> LocalRay | None:
@@ -139,11 +139,15 @@ def serve_forever(settings: Settings) -> None:
                   flush=True)
             done.wait()
         finally:
+            stopping = time.monotonic()
             RayEndpoint.path(effective.data_dir).unlink(missing_ok=True)
             if ray.is_initialized():
                 stopped = _stop_within(effective, STOP_DEADLINE_S)
             if local is not None:  # a started Ray is stopped, whatever else happened
                 local.stop()
+                logger.info("the local Ray's processes stopped at +%.1fs",
+                            time.monotonic() - stopping)
+    logger.info("embedded services stopped at +%.1fs", time.monotonic() - stopping)
     if not stopped:  # Ray's own atexit would wait on the cluster again
         os._exit(0)
 
