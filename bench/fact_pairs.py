@@ -19,15 +19,10 @@ context). Two extraction paths are measured on the same rows:
 Both are followed by the shipped ``WriteFilter`` (what reaches the store); forget candidates
 and keyless facts are left out (they are requests, not facts).
 
-Key → category (``strata.extract.fact_keys.category_of``):
-  identity.name→name · identity.age→age · location.home→home · identity.origin→hometown ·
-  work.* / identity.occupation→work · education.*→education · relationship.* / family.* /
-  person.*→relationship · pet.*→pet · preference.*:X→like (value "dislikes X" / "不喜欢X" /
-  "no longer likes X" → dislike) · favorite.*→like · constraint.no_recommend→dislike ·
-  habit.*→habit · health.* / constraint.allergy→health · constraint.diet→diet ·
-  language.*→language · possession.*→possession · goal.* / plan.*→goal ·
-  anything else (note:, decision:, project.*) → its own name, which no label has: a false
-  fact (a ``note:`` from advice is exactly what the corpus should catch).
+A fact's key gives its category by ``strata.extract.fact_keys.category_of`` (its table is
+the one place that mapping is written); a key of no category (``note:``, ``decision:``,
+``project.*``) is a false fact (a ``note:`` from advice is exactly what the corpus should
+catch).
 Values match loosely (``values_match``), the value with the words of its key after the
 category (``_matched_text``: "pet.dog:luna" = "Luna" is "Luna dog luna"): lower-cased,
 punctuation and stance words

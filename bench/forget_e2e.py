@@ -55,7 +55,7 @@ from strata.layers.summarize import RuleSummarizer
 from strata.models import MemoryKind, Scope
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
-from strata.stores.embedders import HashEmbedder, MiniLMEmbedder
+from strata.stores.embedders import HashEmbedder, MiniLMEmbedder, WrappedEmbedder
 from strata.stores.ports import Embedder
 from strata.stores.redis import RedisStore
 from strata.stores.redis_ports import ForgetRequest
@@ -98,22 +98,14 @@ def held(row: dict[str, Any], n: int, variant: str) -> tuple[str, list[str]]:
     return about, DISTRACTORS[row["lang"]]
 
 
-class Remembered:
+class Remembered(WrappedEmbedder[Embedder]):
     """The embedder with each text's vector kept: the distractors and the framing of the
     turns repeat across rows, and the vectors are the same however often they are asked for
     (the bench's CPU goes to the turn path, not to encoding one sentence 2,000 times)."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._known: dict[str, npt.NDArray[np.float32]] = {}
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = list(dict.fromkeys(t for t in texts if t not in self._known))

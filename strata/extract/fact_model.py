@@ -23,11 +23,8 @@ packaged rows once per process (~2 s), or loaded from the fit cached on disk
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
-import os
-import pickle
 import re
 import threading
 from collections.abc import Sequence
@@ -37,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from strata.extract.fact_keys import CATEGORIES, category_of, fact_key
+from strata.extract.fit_cache import cached_fit
 from strata.extract.life_rules import relation_of, species_of
 from strata.extract.rules import stated_text
 
@@ -239,10 +237,6 @@ def training_rows() -> list[dict[str, Any]]:
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("STRATA_MODEL_CACHE") or Path.home() / ".cache" / "strata")
-
-
 _BUILDING = threading.Lock()
 
 
@@ -263,24 +257,5 @@ def _packaged_reader() -> LearnedFacts:
     here = Path(__file__).parent
     code = [(here / name).read_text(encoding="utf-8")
             for name in ("fact_model.py", "fact_keys.py", "rules.py")]
-    key = hashlib.sha256(json.dumps([rows, sklearn.__version__, code],
-                                    ensure_ascii=False).encode()).hexdigest()[:16]
-    path = _cache_dir() / f"facts-{key}.pkl"
-    try:
-        cached = pickle.loads(path.read_bytes())
-        if isinstance(cached, LearnedFacts):
-            return cached
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
-        pass
-    reader = LearnedFacts(rows)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps(reader))
-        os.replace(partial, path)
-        for old in path.parent.glob("facts-*.pkl"):  # fits of other versions
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError as exc:  # a read-only home: fit again next time
-        logger.info("fact model not cached (%s)", exc)
-    return reader
+    return cached_fit("facts", [rows, sklearn.__version__, code], lambda: LearnedFacts(rows),
+                      lambda cached: isinstance(cached, LearnedFacts))

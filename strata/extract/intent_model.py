@@ -29,11 +29,8 @@ rows; split, the pieces would import each other's private feature helpers.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
-import os
-import pickle
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from strata.extract.base import Candidate, Intent
+from strata.extract.fit_cache import cached_fit
 from strata.extract.intents import detect_intent
 from strata.extract.terms import ordered_terms, terms
 from strata.models import MemoryKind
@@ -371,11 +369,6 @@ def training_rows() -> list[dict[str, Any]]:
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("STRATA_MODEL_CACHE")
-                or Path.home() / ".cache" / "strata")
-
-
 _BUILDING = threading.Lock()
 
 # an affirmation: what a confirmation of what was said before says, in either language
@@ -413,34 +406,21 @@ def _packaged_detector() -> IntentDetector:
         logger.warning("scikit-learn is not installed: intents are read by the rules only")
         return RuleIntents()
     rows = training_rows()
-    key = hashlib.sha256(json.dumps([rows, sklearn.__version__,
-                                     Path(__file__).read_text(encoding="utf-8")],
-                                    ensure_ascii=False).encode()).hexdigest()[:16]
-    path = _cache_dir() / f"intents-{key}.pkl"
-    try:
-        learned, scopes, spans = pickle.loads(path.read_bytes())
-        if (isinstance(learned, LearnedIntents) and isinstance(scopes, LearnedIntents)
-                and isinstance(spans, TargetSpans)):
-            return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
-                                   thresholds=LABEL_THRESHOLDS,
-                                   forget_threshold=SHIPPED_FORGET_BAR)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
-        pass
-    learned = LearnedIntents(rows)
-    scopes = LearnedIntents([r for r in rows if r["intent"] == "forget" and r.get("scope")],
-                            label="scope", with_previous=False)
-    spans = TargetSpans([r for r in rows if r["intent"] == "forget" and r.get("target")
-                         and r.get("scope") != "all"])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps((learned, scopes, spans)))
-        os.replace(partial, path)
-        for old in path.parent.glob("intents-*.pkl"):  # fits of other versions
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError as exc:  # a read-only home: fit again next time
-        logger.info("intent model not cached (%s)", exc)
+
+    def fit() -> tuple[LearnedIntents, LearnedIntents, TargetSpans]:
+        forgets = [r for r in rows if r["intent"] == "forget"]
+        return (LearnedIntents(rows),
+                LearnedIntents([r for r in forgets if r.get("scope")], label="scope",
+                               with_previous=False),
+                TargetSpans([r for r in forgets if r.get("target") and r.get("scope") != "all"]))
+
+    def valid(cached: object) -> bool:
+        return (isinstance(cached, tuple) and len(cached) == 3
+                and isinstance(cached[0], LearnedIntents)
+                and isinstance(cached[1], LearnedIntents) and isinstance(cached[2], TargetSpans))
+
+    learned, scopes, spans = cached_fit(
+        "intents", [rows, sklearn.__version__, Path(__file__).read_text(encoding="utf-8")],
+        fit, valid)
     return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
-                           thresholds=LABEL_THRESHOLDS,
-                                   forget_threshold=SHIPPED_FORGET_BAR)
+                           thresholds=LABEL_THRESHOLDS, forget_threshold=SHIPPED_FORGET_BAR)

@@ -41,8 +41,8 @@ from strata.stores.packaged_mpnet import mpnet_model_path
 from strata.stores.ports import Embedder
 
 __all__ = ["HashEmbedder", "JointEmbedder", "MPNetEmbedder", "MiniLMEmbedder",
-           "OpenAIEmbedder", "PreparedEmbedder", "SentenceTransformerEmbedder", "WriteEmbedder",
-           "make_embedder", "set_torch_threads"]
+           "OpenAIEmbedder", "PreparedEmbedder", "SentenceTransformerEmbedder", "WrappedEmbedder",
+           "WriteEmbedder", "make_embedder", "set_torch_threads"]
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
@@ -342,7 +342,7 @@ class OpenAIEmbedder:
         return _normalize(np.asarray(rows, dtype=np.float32))
 
 
-class _WrappedEmbedder(Generic[E]):
+class WrappedEmbedder(Generic[E]):
     """An embedder that answers some texts itself and passes the rest to ``inner``: its
     dimension and model are the inner one's."""
 
@@ -372,7 +372,7 @@ class JointEmbedder(Embedder, Protocol):
     def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]: ...
 
 
-class WriteEmbedder(_WrappedEmbedder[JointEmbedder]):
+class WriteEmbedder(WrappedEmbedder[JointEmbedder]):
     """The write path's embedder: a memory's vector and its token vectors from one forward
     pass. ``encode`` keeps the token vectors of the texts it just encoded, and
     ``token_vectors`` (asked next for the same texts, by the hot index) returns them."""
@@ -407,7 +407,7 @@ class WriteEmbedder(_WrappedEmbedder[JointEmbedder]):
         return [found[t] for t in texts]
 
 
-class PreparedEmbedder(_WrappedEmbedder[Embedder]):
+class PreparedEmbedder(WrappedEmbedder[Embedder]):
     """An embedder that can encode a batch of texts ahead of the calls that ask for them.
 
     A write call knows every text it is about to store; ``with prepared(texts):`` encodes
