@@ -42,6 +42,7 @@ from strata.extract.intent_model import (
     LearnedIntents,
     RuleIntents,
     Utterance,
+    doubted,
 )
 from strata.extract.llm_intents import LLMIntents
 
@@ -100,7 +101,7 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         # what the shards run (packaged_detector): a learned-only forget needs the cue, and
         # each label its threshold
         "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-                                   forget_threshold=SHIPPED_FORGET_BAR)}
+                                   forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)}
     if before and len(before) < len(train):  # yesterday's shipped detector, beside it
         out["shipped before"] = CombinedIntents(LearnedIntents(before, words=False),
                                                 cue=FORGET_CUE)

@@ -40,14 +40,16 @@ from typing import Any, Protocol
 
 from strata.extract.base import Candidate, Intent
 from strata.extract.fit_cache import cached_fit
-from strata.extract.intents import detect_intent
+from strata.extract.intents import detect_intent, is_question
 from strata.extract.terms import ordered_terms, terms
+from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind
 
 __all__ = ["CONFIRM_CUE", "FORGET_CUE", "INTENTS", "LABEL_THRESHOLDS", "SHIPPED_FORGET_BAR",
            "TRAINING",
            "CombinedIntents", "IntentDetector", "IntentReading", "LearnedIntents", "RuleIntents",
-           "TargetSpans", "Utterance", "as_override", "confirm_reader", "forget_target",
+           "TargetSpans", "Utterance", "as_override", "confirm_reader", "doubted",
+           "forget_reader", "forget_target",
            "framing_terms", "intent_words", "packaged_detector", "training_rows"]
 
 logger = logging.getLogger(__name__)
@@ -74,6 +76,27 @@ LABEL_THRESHOLDS: dict[str, float] = {"change": 0.5}
 # ordinary talk (LoCoMo dev, 2,760 turns, no forget among them) read 4 forgets at 0.4, 1 at
 # 0.55, 0 at 0.65. Precision first: 0.55.
 SHIPPED_FORGET_BAR = 0.55
+
+# A forget the rules read is in doubt when the turn asks a question, supposes, or carries
+# someone else's words ("can you forget things?", "假如我让你…", "my boss told me to forget
+# it", "老板让我把奖金的事忘了"): the issue's must-never-forget cases, read by structure, not
+# by phrase. Only then does the model's probability get a veto (``rule_backed``). DEV leave-
+# one-writer-out over the rules' forgets (2026-12-03, 7 writers): en 46 read / 40 right ->
+# 44 kept / 39 right; zh 91 / 63 -> 86 / 63. Vetoing every rules' forget under 0.2 instead
+# (what this detector did before) also dropped plain "Forget that my codename is Bluefin."
+# (model 0.03: the declaration inside reads as remember) and "请忘记我对花生过敏" (0.06).
+_SUPPOSED = re.compile(r"\b(?:if (?:i|you|we)|what if|suppose|imagine|hypothetically)\b|"
+                       r"要是|如果|假如|假设|的话", re.IGNORECASE)
+_REPORTED = re.compile(r"\b(?:told|tells|asked|asks|wants?|wanted|says|said)\s+(?:me|us)\s+to\b|"
+                       r"[\"“‘']|让我|叫我|要我|劝我|跟[^，。,]{0,8}说|念叨|说[:：,，]",
+                       re.IGNORECASE)
+
+
+def doubted(text: str) -> bool:
+    """Whether a turn's forget is in doubt: a question, a supposition, someone's words."""
+    return (any(is_question(s) for s in split_sentences(text))
+            or bool(_SUPPOSED.search(text)) or bool(_REPORTED.search(text)))
+
 _RULE_LABEL = {Intent.FORGET: "forget", Intent.OVERRIDE: "change",
                Intent.REMEMBER: "remember", Intent.NONE: "none"}
 
@@ -200,7 +223,8 @@ def _previous(text: str | None) -> str:
 class CombinedIntents:
     """The model's reading, with forgetting held to a stricter bar and the rules as a
     second opinion on it: a forget needs the model's probability of forget at least
-    ``forget_threshold``, or at least ``rule_backed`` when the rules also read a forget;
+    ``forget_threshold``, or at least ``rule_backed`` when the rules also read a forget
+    (with ``doubt``: only a turn it doubts needs that; the rules' other forgets stand);
     otherwise the turn gets the model's most probable other label that reaches its bar in
     ``thresholds`` (a label not named there: any probability; none reached: "none"). The
     thresholds were chosen by leave-one-writer-out on the development writers
@@ -210,12 +234,14 @@ class CombinedIntents:
                  rule_backed: float = 0.2, cue: re.Pattern[str] | None = None,
                  scopes: LearnedIntents | None = None, all_threshold: float = 0.5,
                  spans: TargetSpans | None = None,
-                 thresholds: Mapping[str, float] | None = None) -> None:
+                 thresholds: Mapping[str, float] | None = None,
+                 doubt: Callable[[str], bool] | None = None) -> None:
         self._learned = learned
         self.thresholds = dict(thresholds or {})
         self._rules = RuleIntents()
         self.forget_threshold = forget_threshold
         self.rule_backed = rule_backed
+        self.doubt = doubt
         self.cue = cue  # a forget the rules did not read must also match it
         # a forget's scope; "all" (forget everything) needs ``all_threshold``: leave-one-
         # writer-out on DEV's forgets gave precision 0.95, recall 0.55 at 0.5 (0.85 / 0.73
@@ -229,7 +255,10 @@ class CombinedIntents:
         out = []
         for u, rule, probs in zip(utterances, ruled, self._learned.probabilities(utterances),
                                   strict=True):
-            bar = self.rule_backed if rule.intent == "forget" else self.forget_threshold
+            if rule.intent == "forget":
+                bar = (self.rule_backed if self.doubt is None or self.doubt(u.text) else 0.0)
+            else:
+                bar = self.forget_threshold
             cued = rule.intent == "forget" or self.cue is None or self.cue.search(u.text)
             if probs.get("forget", 0.0) >= bar and cued:
                 out.append(IntentReading("forget", probs["forget"],
@@ -388,6 +417,13 @@ def confirm_reader(text: str, previous: str | None = None) -> bool:
     return packaged_detector().read([Utterance(text, previous)])[0].intent == "confirm"
 
 
+def forget_reader(text: str, previous: str | None = None) -> bool:
+    """``RuleExtractor``'s second opinion on a turn the rules read as a forget: whether the
+    packaged detector reads one (the rules' forget stands unless the turn is ``doubted``
+    and the model disagrees)."""
+    return packaged_detector().read([Utterance(text, previous)])[0].intent == "forget"
+
+
 def packaged_detector() -> IntentDetector:
     """``_packaged_detector``, built once per process however many threads ask at once."""
     with _BUILDING:
@@ -423,4 +459,5 @@ def _packaged_detector() -> IntentDetector:
         "intents", [rows, sklearn.__version__, Path(__file__).read_text(encoding="utf-8")],
         fit, valid)
     return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
-                           thresholds=LABEL_THRESHOLDS, forget_threshold=SHIPPED_FORGET_BAR)
+                           thresholds=LABEL_THRESHOLDS, forget_threshold=SHIPPED_FORGET_BAR,
+                           doubt=doubted)

@@ -11,7 +11,14 @@ import httpx
 from strata.chat import ChatClient, ChatFailed
 from strata.extract.base import Candidate, Extractor, Intent
 from strata.extract.prompts import EXTRACT_V1, ExtractionOutput, Prompt
-from strata.extract.rules import ConfirmReader, FactReader, RuleExtractor, speaker_of, spoken_by
+from strata.extract.rules import (
+    ConfirmReader,
+    FactReader,
+    ForgetReader,
+    RuleExtractor,
+    speaker_of,
+    spoken_by,
+)
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.providers import NO_RETRY, RetryPolicy, provider_retry
 from strata.settings import Settings
@@ -79,13 +86,17 @@ def make_extractor(settings: Settings) -> Extractor:
                             settings.openai_chat_model, timeout_s=settings.openai_timeout_s,
                             retry=provider_retry(settings))
     confirm: ConfirmReader | None = None
+    forget: ForgetReader | None = None
     facts: FactReader | None = None
     if settings.intent_detector == "learned":
-        from strata.extract.intent_model import confirm_reader  # scikit-learn: loaded here
+        from strata.extract.intent_model import (  # scikit-learn: loaded here
+            confirm_reader,
+            forget_reader,
+        )
 
-        confirm = confirm_reader
+        confirm, forget = confirm_reader, forget_reader
     if settings.fact_reader == "learned":
         from strata.extract.fact_model import packaged_reader
 
         facts = packaged_reader()
-    return RuleExtractor(reads_confirm=confirm, reads_facts=facts)
+    return RuleExtractor(reads_confirm=confirm, reads_facts=facts, reads_forget=forget)

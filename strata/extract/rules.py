@@ -32,7 +32,7 @@ from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind, Provenance, Role, Source, Turn
 from strata.tokens import count_tokens
 
-__all__ = ["ConfirmReader", "FactReader", "RuleExtractor", "detect_intent", "is_acknowledgement",
+__all__ = ["ConfirmReader", "FactReader", "ForgetReader", "RuleExtractor", "detect_intent", "is_acknowledgement",
            "is_hedged", "speaker_of", "speaker_prefix", "spoken_by", "stated_text"]
 
 MIN_EPISODE_TOKENS = 6
@@ -139,6 +139,9 @@ def _without_overridden(candidates: list[Candidate]) -> list[Candidate]:
 ConfirmReader = Callable[[str, str | None], bool]
 """Whether a user turn confirms the user's turn before it."""
 
+ForgetReader = Callable[[str, str | None], bool]
+"""Whether a user turn the rules read as a forget is one (its text, the user's turn before)."""
+
 
 class FactReader(Protocol):
     """A second reading of a turn's facts (``strata.extract.fact_model``): given what the
@@ -166,12 +169,17 @@ class RuleExtractor:
     """Deterministic, offline extraction of facts, intents and episodes. ``reads_confirm``
     (``strata.extract.intent_model.confirm_reader``): whether a turn after the user's hedged
     statement confirms it ("I might move to Berlin" … "yes, it's settled"); a confirmation
-    states the hedged facts as said, which promotes their observation."""
+    states the hedged facts as said, which promotes their observation. ``reads_forget``
+    (``intent_model.forget_reader``): the detector's second opinion on a turn the rules read
+    as a forget; one it rejects is read as an ordinary turn (the turn path decides the same
+    way, so a forget it declined is not applied at the session's end)."""
 
     def __init__(self, reads_confirm: ConfirmReader | None = None,
-                 reads_facts: FactReader | None = None) -> None:
+                 reads_facts: FactReader | None = None,
+                 reads_forget: ForgetReader | None = None) -> None:
         self._reads_confirm = reads_confirm
         self._reads_facts = reads_facts
+        self._reads_forget = reads_forget
 
     def extract(self, turns: Sequence[Turn], previous: str | None = None) -> list[Candidate]:
         """Candidates of the user turns; ``previous``: the user's turn before the first one
@@ -191,6 +199,9 @@ class RuleExtractor:
                    own_previous: str | None = None) -> list[Candidate]:
         provenance = Provenance(session_id=turn.session_id, turn_ids=[turn.turn_id])
         intent = detect_intent(turn.content)
+        if (intent is Intent.FORGET and self._reads_forget is not None
+                and not self._reads_forget(turn.content, previous)):
+            intent = Intent.NONE
         out: list[Candidate] = []
         if intent is Intent.FORGET:
             phrase = find_forget(turn.content)

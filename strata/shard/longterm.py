@@ -156,8 +156,7 @@ class ShardMemories:
             return result
         declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
         ruled = detect_intent(turn.content)
-        reading = (self._learned_reading(turn, previous)
-                   if ruled in (Intent.NONE, Intent.FORGET) else None)
+        reading = self._learned_reading(turn, previous)
         learned = self._learned_forget(turn, previous, ruled, reading)
         # what the model reads a forget to take (one, topic, person), the rules' too
         extent = reading.scope if reading is not None and reading.scope in EXTENTS else None
@@ -165,7 +164,12 @@ class ShardMemories:
             turn, previous)
         if ruled is Intent.NONE and not declared and learned is None and not changed:
             return result  # the common case: two regex passes and one linear model
-        candidates = RuleExtractor().extract([turn], previous=previous)
+        # the rules' forget stands only if the detector (rules + model) reads one too, as the
+        # session's extraction decides it (``RuleExtractor``'s ``reads_forget``) and as
+        # bench/intents.py measures the shipped detector
+        agrees = (None if self._detector is None else
+                  lambda *_: reading is not None and reading.intent == "forget")
+        candidates = RuleExtractor(reads_forget=agrees).extract([turn], previous=previous)
         if changed:  # a change the rules did not read: the facts they found supersede
             candidates = [as_override(c) for c in candidates]
         if learned is not None:  # the model's forget stands for the rules' (everything)

@@ -23,6 +23,7 @@ from strata.extract.intent_model import (
     LearnedIntents,
     RuleIntents,
     Utterance,
+    doubted,
 )
 
 
@@ -47,7 +48,7 @@ def test_on_held_out_writers_the_model_reads_what_the_rules_miss(
     # as the shards read it (packaged_detector): the forget cue and the label thresholds
     combined = CombinedIntents(LearnedIntents(train), cue=FORGET_CUE,
                                thresholds=LABEL_THRESHOLDS,
-                               forget_threshold=SHIPPED_FORGET_BAR)
+                               forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
     said = {name: [r.intent for r in d.read(bench.utterances(test))]
             for name, d in (("rules", RuleIntents()), ("combined", combined))}
     scores = {name: bench.scores(test, p) for name, p in said.items()}

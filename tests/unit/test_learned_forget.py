@@ -9,14 +9,17 @@ from strata.extract.base import Intent
 from strata.extract.intent_model import (
     FORGET_CUE,
     Utterance,
+    doubted,
+    forget_reader,
     forget_target,
     framing_terms,
     packaged_detector,
 )
-from strata.extract.rules import detect_intent
+from strata.extract.llm import make_extractor
+from strata.extract.rules import RuleExtractor, detect_intent
 from strata.layers.memory_models import MemoryCreate
 from strata.layers.summarize import RuleSummarizer
-from strata.models import MemoryKind, Scope
+from strata.models import MemoryKind, Role, Scope, Turn
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.redis import RedisStore
@@ -126,3 +129,40 @@ def test_a_forget_of_one_person_is_not_a_forget_of_everything(
     ack = shard.append_turn(U, "s1", "user", "Forget everything about Lao Zhou.")
     assert len(ack.intents.forgotten) == 1
     assert weights(shard)["I adopted a cat named Miso."] == 1.0
+
+
+@pytest.mark.parametrize(("text", "stored"), [
+    # the rules read a forget in each; the turn asks, supposes or reports someone's words
+    ("Will you forget my address if I ask?", "I moved to the harbour district in May."),
+    ("你会把我的地址忘掉吗？", "我住在杭州西湖区。"),
+    ("我妈叫我把他忘了", "我和前男友阿杰分手了。"),
+])
+def test_a_forget_the_rules_read_in_a_doubted_turn_needs_the_model_too(
+        shard: SessionShardService, redis_store: RedisStore, text: str, stored: str) -> None:
+    assert detect_intent(text) is Intent.FORGET  # the rules alone would forget
+    assert doubted(text)
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE, text=stored))
+    ack = shard.append_turn(U, "s1", "user", text)
+    assert ack.intents.forgotten == [], text
+    # nor at the session's end: the extraction asks the same detector
+    extracted = make_extractor(Settings()).extract(
+        [Turn(tenant="t", user_id="u", session_id="s1", turn_id="t1", role=Role.USER,
+              content=text)])
+    assert not [c for c in extracted if c.intent is Intent.FORGET], text
+
+
+@pytest.mark.parametrize(("text", "stored"), [
+    # plain requests the model scores low (a declaration inside reads as "remember"): the
+    # rules' reading stands, as it did before the model
+    ("Forget that my codename is Bluefin.", "My codename is Bluefin."),
+    ("请忘记我对花生过敏", "我对花生过敏。"),
+])
+def test_a_plain_forget_the_rules_read_stands_whatever_the_model_says(
+        shard: SessionShardService, text: str, stored: str) -> None:
+    assert not doubted(text)
+    shard.create_memory(U, MemoryCreate(kind=MemoryKind.EPISODE, text=stored))
+    ack = shard.append_turn(U, "s1", "user", text)
+    assert len(ack.intents.forgotten) == 1, text
+    assert RuleExtractor(reads_forget=forget_reader).extract(
+        [Turn(tenant="t", user_id="u", session_id="s1", turn_id="t1", role=Role.USER,
+              content=text)])[0].intent is Intent.FORGET
