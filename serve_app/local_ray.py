@@ -26,7 +26,9 @@ from strata.runtime import RayEndpoint
 from strata.settings import Settings
 from strata.stores.redis_server import free_port, stop_with_parent
 
-__all__ = ["LocalRay"]
+__all__ = ["PROXY_READY_TIMEOUT_S", "LocalRay"]
+
+PROXY_READY_TIMEOUT_S = 60  # Serve's default is 5 s
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,9 @@ class LocalRay:
         env.setdefault("RAY_task_events_max_num_task_in_gcs", str(GCS_TASK_EVENTS))
         # Serve's proxy echoes X-Request-ID: this drops a client's invalid one first
         env.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+        # Serve kills a proxy not ready in 5 s and `serve.start` fails: on a busy machine
+        # (the shards and extractors loading their models, mpnet's twice) that was seen
+        env.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", str(PROXY_READY_TIMEOUT_S))
         if env["RAY_AUTH_MODE"] == "token":
             self._ensure_token(bindir, env)
         log = self._settings.data_dir / "ray-head.log"

@@ -88,7 +88,8 @@ SHIPPED_FORGET_BAR = 0.55
 _SUPPOSED = re.compile(r"\b(?:if (?:i|you|we)|what if|suppose|imagine|hypothetically)\b|"
                        r"要是|如果|假如|假设|的话", re.IGNORECASE)
 _REPORTED = re.compile(r"\b(?:told|tells|asked|asks|wants?|wanted|says|said)\s+(?:me|us)\s+to\b|"
-                       r"[\"“‘']|让我|叫我|要我|劝我|跟[^，。,]{0,8}说|念叨|说[:：,，]",
+                       r"\"[^\"]{1,200}\"|“[^”]{1,200}”|‘[^’]{1,200}’|「[^」]{1,200}」|"
+                       r"让我|叫我|要我|劝我|跟[^，。,]{0,8}说|念叨|说[:：,，]",
                        re.IGNORECASE)
 
 
