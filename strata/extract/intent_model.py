@@ -81,10 +81,11 @@ SHIPPED_FORGET_BAR = 0.55
 # someone else's words ("can you forget things?", "假如我让你…", "my boss told me to forget
 # it", "老板让我把奖金的事忘了"): the issue's must-never-forget cases, read by structure, not
 # by phrase. Only then does the model's probability get a veto (``rule_backed``). DEV leave-
-# one-writer-out over the rules' forgets (2026-12-03, 7 writers): en 46 read / 40 right ->
-# 44 kept / 39 right; zh 91 / 63 -> 86 / 63. Vetoing every rules' forget under 0.2 instead
-# (what this detector did before) also dropped plain "Forget that my codename is Bluefin."
-# (model 0.03: the declaration inside reads as remember) and "请忘记我对花生过敏" (0.06).
+# one-writer-out over the rules' forgets (2026-12-03, 7 writers, ``bench/rule_forgets.py``):
+# en 46 read / 40 right -> 45 kept / 40 right; zh 91 / 63 -> 86 / 63. Vetoing every rules'
+# forget under 0.2 instead (what this detector did before) also dropped plain "Forget that
+# my codename is Bluefin." (model 0.03: the declaration inside reads as remember) and
+# "请忘记我对花生过敏" (0.06).
 _SUPPOSED = re.compile(r"\b(?:if (?:i|you|we)|what if|suppose|imagine|hypothetically)\b|"
                        r"要是|如果|假如|假设|的话", re.IGNORECASE)
 _REPORTED = re.compile(r"\b(?:told|tells|asked|asks|wants?|wanted|says|said)\s+(?:me|us)\s+to\b|"
