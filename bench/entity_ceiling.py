@@ -39,7 +39,7 @@ import numpy as np
 
 from strata.entities import EntityIndex, Reach, default_gazetteer, default_lexicon, reach
 from strata.eval.locomo import CATEGORIES, conversation_sessions, turn_text
-from strata.recall.granularity import without_speakers
+from strata.recall.speakers import without_speakers
 from strata.stores.embedders import MiniLMEmbedder
 from strata.stores.lexical import bm25_term_scores, tokenize
 

@@ -34,10 +34,10 @@ sys.path.append(str(REPO))
 from bench.common.workload import locomo_users  # noqa: E402
 from strata.entities import default_gazetteer, default_lexicon  # noqa: E402
 from strata.models import Collection, Layer, RecallRequest, Scope, StoredRecord  # noqa: E402
-from strata.recall.granularity import without_speakers  # noqa: E402
 from strata.recall.late import embed_queries  # noqa: E402
 from strata.recall.recipes import DEFAULT, RECIPES  # noqa: E402
 from strata.recall.service import RecallService  # noqa: E402
+from strata.recall.speakers import without_speakers  # noqa: E402
 from strata.stores.embedders import HashEmbedder  # noqa: E402
 from strata.stores.hot import HotIndexStore  # noqa: E402
 from strata.stores.hot_entities import UserEntities  # noqa: E402

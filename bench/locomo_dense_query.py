@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from strata.eval.locomo import CATEGORIES, conversation_sessions, turn_text
-from strata.recall.granularity import without_speakers
+from strata.recall.speakers import without_speakers
 from strata.stores.embedders import MiniLMEmbedder
 
 

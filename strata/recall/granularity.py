@@ -49,6 +49,7 @@ from strata.models import SearchHit, StoredRecord, TurnScore
 from strata.recall.answer_types import Answer, holds
 from strata.recall.answer_types import asked as questioned
 from strata.recall.late import LateScorer, maxsim
+from strata.recall.pipeline import Phase
 from strata.recall.recipes import RecallRecipe
 from strata.recall.relative_dates import mentions
 from strata.recall.scoring import similarity
@@ -56,7 +57,7 @@ from strata.recall.stages import TURN_TERMS, Stage
 from strata.recall.timeframe import Period, mentioned_periods
 from strata.stores.lexical import tokenize
 
-__all__ = ["fuse_granularities", "without_speakers"]
+__all__ = ["FORMULA", "RANKING", "fuse_granularities"]
 
 
 @dataclass
@@ -116,29 +117,6 @@ def _named_speaker(query: str, units: Iterable[_Unit]) -> str | None:
     named = {s for s in speakers
              if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.IGNORECASE)}
     return named.pop() if len(named) == 1 else None
-
-
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
-def without_speakers(query: str, speakers: Collection[str]) -> str | None:
-    """The query without the names of the people speaking in the conversation (and their
-    possessive), for its dense search; None when it names none of them (or is nothing but
-    names). Every turn of a multi-party conversation starts with its speaker's name and many
-    address the other one, so a name in the query pulls its embedding toward greetings
-    rather than toward what was said: on LoCoMo dev, the 30 nearest turns by MiniLM hold
-    0.698 of the evidence with the names, 0.794 without (``docs/benchmarks.md``). Who is
-    asked about still counts: the lexical search, late interaction and the speaker boost see
-    the whole query."""
-    text = query
-    for name in speakers:  # a name as a word; a Chinese one wherever it is, if not one hanzi
-        if len(name) < 2:
-            continue
-        left = "" if _CJK.match(name[0]) else r"(?<!\w)"
-        right = "" if _CJK.match(name[-1]) else r"(?:['’]s)?(?!\w)"
-        text = re.sub(left + re.escape(name) + right, " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if text != query.strip() and tokenize(text) else None
 
 
 TermsOf = Callable[[str], "Collection[str]"]  # a text's index terms (``tokenize``)
@@ -202,6 +180,10 @@ def _answer_term(unit: _Unit, asked: _Asked, recipe: RecallRecipe) -> float | No
 TERMS: dict[Stage, _Term] = {Stage.COVERAGE: _coverage_term, Stage.SPEAKER_BOOST: _speaker_term,
                              Stage.TIME_BOOST: _time_term, Stage.ANSWER_BOOST: _answer_term}
 assert tuple(TERMS) == TURN_TERMS
+# the stages that are terms of the turn formula (``_rank``): the ones above, in that order,
+# then the question penalty and the session's lift (the exchanges stage's weight and the
+# entities stage's are terms of it too; their candidates are ``strata.recall.candidates``)
+FORMULA = frozenset({*TERMS, Stage.QUESTION_PENALTY, Stage.SESSION})
 
 
 def _rank(units: dict[str, _Unit], exchanges: Sequence[_Exchange], asked: _Asked,
@@ -286,17 +268,36 @@ def _rescore_late(query: str, late: LateScorer, shortlist: list[_Unit],
     return turns, touching
 
 
+@dataclass
+class _Ranking:
+    """The episodes' ranking: what its stages read, and the ranked turns they leave."""
+
+    query: str
+    recipe: RecallRecipe
+    late: LateScorer | None
+    units: dict[str, _Unit]
+    exchanges: list[_Exchange]
+    asked: _Asked
+    everything: list[_Unit] = field(default_factory=list)  # ranked by ``_rank``
+    best: dict[str, float] = field(default_factory=dict)  # the best turn of each session
+    merged: list[tuple[_Unit, _Unit | None]] | None = None  # the merge stage's items
+
+    def rank(self) -> None:
+        self.everything, self.best = _rank(self.units, self.exchanges, self.asked, self.recipe)
+
+
 def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[SearchHit],
                        fetch: Callable[[list[str]], list[SearchHit]], query: str,
                        recipe: RecallRecipe, late: LateScorer | None = None,
                        terms_of: TermsOf = tokenize,
                        reached: Mapping[str, float] | None = None) -> list[SearchHit]:
-    """Turn-level hits (some merged with their neighbour), best first. ``fetch`` scores the
-    named turns (both raw similarities) that only an exchange found; ``late``, if given,
-    re-scores the best turns token by token (see the module's docstring); ``terms_of``
-    gives a text's terms (an index that stored them at write time saves tokenizing);
-    ``reached``: the turns the entity index reached (the entities stage), each getting
-    ``entity_weight`` × its value."""
+    """Turn-level hits (some merged with their neighbour), best first: every turn scored by
+    the formula above, then ``RANKING``'s stages the recipe runs (late interaction, merge).
+    ``fetch`` scores the named turns (both raw similarities) that only an exchange found;
+    ``late``, if given, re-scores the best turns token by token (see the module's
+    docstring); ``terms_of`` gives a text's terms (an index that stored them at write time
+    saves tokenizing); ``reached``: the turns the entity index reached (the entities stage),
+    each getting ``entity_weight`` × its value."""
     hits = {h.record.id: h for h in turn_hits}
     missing = sorted({m for h in exchange_hits for m in _members(h.record)} - hits.keys())
     if missing:
@@ -313,52 +314,69 @@ def fuse_granularities(turn_hits: Sequence[SearchHit], exchange_hits: Sequence[S
                    mentioned_periods(query) if recipe.runs(Stage.TIME_BOOST) else [],
                    questioned(query) if recipe.runs(Stage.ANSWER_BOOST) else None, people,
                    reached if reached and recipe.runs(Stage.ENTITIES) else {})
-    everything, best = _rank(units, exchanges, asked, recipe)
-    if late is not None and recipe.runs(Stage.LATE_INTERACTION) and everything:
-        everything.sort(key=lambda u: u.final, reverse=True)
-        shortlist = everything[:recipe.late_candidates]
-        if asked.reached and recipe.entity_past_late:  # the index's turns are not cut
-            listed = {u.record.id for u in shortlist}
-            shortlist += [u for u in everything[recipe.late_candidates:]
-                          if u.record.id in asked.reached and u.record.id not in listed]
-        units, exchanges = _rescore_late(query, late, shortlist, units, exchanges)
-        everything, best = _rank(units, exchanges, asked, recipe)
-        kept = {u.record.id for u in shortlist}
-        everything = [u for u in everything if u.record.id in kept]
-        for unit in everything:
-            unit.partners = {p: side for p, side in unit.partners.items() if p in kept}
-    return _merged(everything, units, best, recipe)
+    ranking = _Ranking(query, recipe, late, units, exchanges, asked)
+    ranking.rank()
+    return _hits(RANKING.run(recipe, ranking))
 
 
-def _merged(everything: list[_Unit], units: dict[str, _Unit], best: dict[str, float],
-            recipe: RecallRecipe) -> list[SearchHit]:
-    """The ranked turns as hits, best first; with the merge stage, a turn and an exchange
-    partner that scores at least ``neighbour_ratio`` of it become one (see the module)."""
-    merging = recipe.runs(Stage.MERGE)
-    out: list[SearchHit] = []
+def _late_interaction(r: _Ranking) -> None:
+    """The best ``late_candidates`` turns (and the entities stage's, with
+    ``entity_past_late``) re-scored token by token and ranked again; the rest dropped."""
+    if r.late is None or not r.everything:
+        return
+    r.everything.sort(key=lambda u: u.final, reverse=True)
+    shortlist = r.everything[:r.recipe.late_candidates]
+    if r.asked.reached and r.recipe.entity_past_late:  # the index's turns are not cut
+        listed = {u.record.id for u in shortlist}
+        shortlist += [u for u in r.everything[r.recipe.late_candidates:]
+                      if u.record.id in r.asked.reached and u.record.id not in listed]
+    r.units, r.exchanges = _rescore_late(r.query, r.late, shortlist, r.units, r.exchanges)
+    r.rank()
+    kept = {u.record.id for u in shortlist}
+    r.everything = [u for u in r.everything if u.record.id in kept]
+    for unit in r.everything:
+        unit.partners = {p: side for p, side in unit.partners.items() if p in kept}
+
+
+def _merge_neighbours(r: _Ranking) -> None:
+    """Best first, a turn with the exchange partner that scores at least ``neighbour_ratio``
+    of it, as one item (see the module); a partner merged is not an item of its own."""
+    recipe = r.recipe
+    r.merged = []
     consumed: set[str] = set()
-    for unit in sorted(everything, key=lambda u: u.final, reverse=True):
+    for unit in sorted(r.everything, key=lambda u: u.final, reverse=True):
         if unit.record.id in consumed:
             continue
         consumed.add(unit.record.id)
-        record = unit.record
-        partner = None
-        if merging:
-            free = [units[p] for p in unit.partners if p not in consumed]
-            if recipe.neighbour_side and len(free) == 2 and min(u.final for u in free) >= (
-                    recipe.neighbour_ratio * unit.final):  # both close enough: the recipe's side
-                free = [u for u in free if unit.partners[u.record.id] == recipe.neighbour_side]
-            partner = max(free, key=lambda u: u.final, default=None)
-            if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
-                consumed.add(partner.record.id)
-                record = _merge(unit.record, partner.record, unit.partners[partner.record.id])
-            else:
-                partner = None
+        free = [r.units[p] for p in unit.partners if p not in consumed]
+        if recipe.neighbour_side and len(free) == 2 and min(u.final for u in free) >= (
+                recipe.neighbour_ratio * unit.final):  # both close enough: the recipe's side
+            free = [u for u in free if unit.partners[u.record.id] == recipe.neighbour_side]
+        partner = max(free, key=lambda u: u.final, default=None)
+        if partner is not None and partner.final >= recipe.neighbour_ratio * unit.final:
+            consumed.add(partner.record.id)
+        else:
+            partner = None
+        r.merged.append((unit, partner))
+
+
+RANKING: Phase[_Ranking] = Phase("episode ranking", {
+    Stage.LATE_INTERACTION: _late_interaction, Stage.MERGE: _merge_neighbours})
+
+
+def _hits(r: _Ranking) -> list[SearchHit]:
+    """The ranked turns as hits, best first (the merge stage's items, when it ran)."""
+    items = (r.merged if r.merged is not None else
+             [(u, None) for u in sorted(r.everything, key=lambda u: u.final, reverse=True)])
+    out: list[SearchHit] = []
+    for unit, partner in items:
+        record = (unit.record if partner is None else
+                  _merge(unit.record, partner.record, unit.partners[partner.record.id]))
         out.append(SearchHit(record=record, score=unit.final, parts=dict(unit.raw),
                              turn=TurnScore(
                                  own=unit.own, exchange=unit.pair,
                                  coverage=unit.coverage + unit.pair_coverage,
-                                 session=best[_session(unit.record)], score=unit.final,
+                                 session=r.best[_session(unit.record)], score=unit.final,
                                  late=unit.late, terms=tuple(unit.terms),
                                  merged_with=partner.record.id if partner else None)))
     return out

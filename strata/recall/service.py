@@ -19,9 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
-from strata.entities import Reach, ranked
 from strata.errors import InvalidInput, StrataError
-from strata.extract.exchanges import EXCHANGE
 from strata.extract.pii import redact
 from strata.layers.corrections import corrections_of
 from strata.layers.records import from_record
@@ -39,21 +37,19 @@ from strata.models import (
     utcnow,
 )
 from strata.recall.assembly import LayerCandidates, WorkingSnapshot, assemble, memory_context
+from strata.recall.candidates import CANDIDATES, EntityReach, LayerSearch
 from strata.recall.granularity import TermsOf, fuse_granularities
 from strata.recall.late import LateScorer
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.routing import RouteClassifier, RouteDecision, route_query
 from strata.recall.scoring import ScoredItem, score_hits
-from strata.recall.stages import EPISODE_RANKING, Stage
-from strata.recall.timeframe import mentioned_periods
+from strata.recall.stages import EPISODE_RANKING
 from strata.stores.lexical import tokenize
-from strata.stores.ports import VectorStore, score_ids
+from strata.stores.ports import VectorStore
 
 __all__ = ["EntityReach", "RecallService", "correction_items", "decide_route"]
 
 logger = logging.getLogger(__name__)
-# the user's entity index, asked for a question (``HotIndexStore.entity_reach``)
-EntityReach = Callable[[str], Reach]
 
 
 def _item(layer: Layer, record: StoredRecord) -> ScoredItem:
@@ -78,12 +74,6 @@ def _speaker(memory: MemoryItem) -> str | None:
     return redact(speaker) if isinstance(speaker, str) and speaker.strip() else None
 
 
-def _keyword_match(record: StoredRecord, query: str) -> bool:
-    keywords = record.payload.get("metadata", {}).get("keywords", [])
-    lowered = query.lower()
-    return any(k and k.lower() in lowered for k in keywords)
-
-
 class RecallService:
     """Builds the recalled context for one query of one user."""
 
@@ -100,115 +90,16 @@ class RecallService:
                     vector: list[float], recipe: RecallRecipe,
                     late: LateScorer | None, terms_of: TermsOf | None,
                     entities: EntityReach | None = None) -> list[SearchHit]:
-        """A layer's candidates, unscored: what the agent may see of its collection; episodes
-        fused with their exchanges, procedures joined by those their keywords match."""
-        collection = layer.collection
-        knowledge = layer is Layer.KNOWLEDGE
-        target = Scope.shared(scope.tenant) if knowledge else scope
-        statuses = ([MemoryStatus.ACTIVE, MemoryStatus.COLD] if request.include_cold
-                    else [MemoryStatus.ACTIVE])
-        # the personal layers: only what the calling agent may see (knowledge is everyone's)
-        flt = RecordFilter(statuses=statuses,
-                           visible_to=None if knowledge else request.agent or "")
-        if layer is Layer.EPISODES:
-            only_turns = flt.model_copy(update={"payload_not_equals": {"metadata.type": EXCHANGE}})
-            turns = self._search_collection(collection, target, request.query, vector, recipe,
-                                            only_turns)
-            turns += self._said_then(collection, target, request.query, vector, recipe,
-                                     only_turns, {h.record.id for h in turns})
-            reached_hits, reached = self._entity_turns(
-                collection, target, request, vector, recipe, entities, statuses,
-                {h.record.id for h in turns})
-            turns += reached_hits
-            if not EPISODE_RANKING & set(recipe.stages):
-                return turns  # as searched
-            exchanges = (self._search_collection(
-                collection, target, request.query, vector, recipe,
-                flt.model_copy(update={"payload_equals": {"metadata.type": EXCHANGE}}))
-                if recipe.runs(Stage.EXCHANGES) else [])
-
-            def fetch(ids: list[str]) -> list[SearchHit]:
-                return score_ids(self._vectors, collection, target, vector, request.query, ids,
-                                 statuses, visible_to=request.agent or "")
-
-            return fuse_granularities(turns, exchanges, fetch, request.query, recipe, late,
-                                      terms_of or tokenize, reached=reached)
-        hits = self._search_collection(collection, target, request.query, vector, recipe, flt)
-        if layer is Layer.PROCEDURES and recipe.runs(Stage.KEYWORDS):
-            matched = {h.record.id for h in hits}
-            extra = [SearchHit(record=r, score=0.0, parts={"dense": 1.0})
-                     for r in self._vectors.query(collection, target, flt, 100)
-                     if r.id not in matched and _keyword_match(r, request.query)]
-            hits = [h.model_copy(update={"parts": {**h.parts, "dense": 1.0}})
-                    if _keyword_match(h.record, request.query) else h for h in hits] + extra
-        return hits
-
-    def _said_then(self, collection: Collection, target: Scope, query: str,
-                   vector: list[float], recipe: RecallRecipe, flt: RecordFilter,
-                   found: set[str]) -> list[SearchHit]:
-        """The best ``period_candidates`` turns said on each date the query names ("on 9
-        November, 2022", "in May 2023"; ``strata.recall.timeframe``) that the search did not
-        find: a turn of that day that shares no words with the question can still be its
-        answer ("What dish did Nate make on 9 November?" → "I tried out some cooking")."""
-        if not recipe.runs(Stage.SAID_THEN):
-            return []
-        out: list[SearchHit] = []
-        for period in mentioned_periods(query)[:recipe.max_dates]:  # a search each: bounded
-            span = period.span()
-            if span is None:
-                continue
-            within = flt.model_copy(update={"event_from": span[0].isoformat(),
-                                            "event_before": span[1].isoformat()})
-            for hit in self._vectors.search_hybrid(collection, target, vector, query,
-                                                   recipe.period_candidates, within):
-                if hit.record.id not in found:
-                    found.add(hit.record.id)
-                    out.append(hit)
-        return out
-
-    def _entity_turns(self, collection: Collection, target: Scope, request: RecallRequest,
-                      vector: list[float], recipe: RecallRecipe, entities: EntityReach | None,
-                      statuses: list[MemoryStatus], found: set[str]
-                      ) -> tuple[list[SearchHit], dict[str, float]]:
-        """The entities stage: the ``entity_candidates`` turns the user's entity index
-        reaches from the query (best first by RRF of cosine and specificity,
-        ``strata.entities.ranked``) that the caller may see and that are not forgotten; the
-        ones the search did not find join the candidates, each with both raw similarities,
-        and gets ``entity_weight`` in the episode ranking (with ``entity_found_too``, the
-        reached turns the search found as well get it too). A turn the
-        index reaches is a candidate without a similarity to survive on: the evidence it
-        adds is, by construction, far from the question for the dense model."""
-        if entities is None or not recipe.runs(Stage.ENTITIES):
-            return [], {}
-        reach = entities(request.query)
-        if not reach.memories:
-            return [], {}
-        # the cosines of every reached turn the caller may see (the hot index scores its
-        # rows exactly); both raw similarities only for the few that join the candidates
-        visible = RecordFilter(ids=sorted(reach.memories), statuses=statuses,
-                               visible_to=request.agent or "")
-        cosine = {h.record.id: h.score for h in self._vectors.search_dense(
-            collection, target, vector, len(reach.memories), visible)
-            if float(h.record.payload.get("weight", 1.0)) > 0  # forgotten: weight 0
-            and (h.record.payload.get("metadata") or {}).get("type") != EXCHANGE}
-        order = ranked(reach, cosine, recipe.entity_sources)[:recipe.entity_candidates]
-        new = [m for m in order if m not in found]
-        hits = (score_ids(self._vectors, collection, target, vector, request.query, new,
-                          statuses, visible_to=request.agent or "") if new else [])
-        return hits, dict.fromkeys(order if recipe.entity_found_too else new, 1.0)
-
-    def _search_collection(self, collection: Collection, target: Scope, query: str,
-                           vector: list[float], recipe: RecallRecipe,
-                           flt: RecordFilter) -> list[SearchHit]:
-        """One search of one collection the recipe's way; raw similarities in ``parts``."""
-        k = recipe.candidates_per_layer
-        if recipe.search == "dense":
-            hits = self._vectors.search_dense(collection, target, vector, k, flt)
-            return [h.model_copy(update={"parts": {"dense": h.score}}) for h in hits]
-        if recipe.search == "lexical":
-            hits = self._vectors.search_lexical(collection, target, query, k, flt)
-            return [h.model_copy(update={"parts": {"lexical": h.score}}) for h in hits]
-        return self._vectors.search_hybrid(collection, target, vector, query, k, flt)
+        """A layer's candidates, unscored: the candidates phase's sources
+        (``strata.recall.candidates``), then, in the episodes layer, their ranking
+        (``strata.recall.granularity``: turns fused with their exchanges, boosted, re-scored
+        token by token, merged) when the recipe runs any of its stages."""
+        search = CANDIDATES.run(recipe, LayerSearch(self._vectors, layer, scope, request,
+                                                    vector, recipe, entities))
+        if layer is not Layer.EPISODES or not EPISODE_RANKING & set(recipe.stages):
+            return search.hits  # as searched
+        return fuse_granularities(search.hits, search.exchanges, search.score, request.query,
+                                  recipe, late, terms_of or tokenize, reached=search.reached)
 
     def _score_layer(self, layer: Layer, scope: Scope, request: RecallRequest,
                      vector: list[float], recipe: RecallRecipe, now: datetime,

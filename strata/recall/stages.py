@@ -15,6 +15,12 @@ docs/ranking-parameters.md, shows each parameter's stage)::
     expansion         (the optional LLM's statements searched too)
     assembly          select → project → assembly
 
+Each phase that runs where its data is holds its stages' steps in one table, run in the
+recipe's order by ``strata.recall.pipeline.Phase``: the candidates
+(``strata.recall.candidates.CANDIDATES``), the episodes' ranking after the formula
+(``strata.recall.granularity.RANKING``: late interaction, merge); the formula's terms are
+``granularity.TERMS``. ``StageInfo.module`` names the module whose table runs the stage.
+
 Every candidate carries a typed score breakdown (``strata.recall.scoring.ScoreBreakdown``,
 and ``strata.models.TurnScore`` for a ranked turn) whose ``by_stage()`` names the stages and
 what each contributed; a recall with ``debug`` returns it per candidate, beside the stage
@@ -65,22 +71,22 @@ class StageInfo:
 
 STAGES: dict[Stage, StageInfo] = {
     Stage.SEARCH: StageInfo(
-        "candidates", "strata.recall.service", ("search", "candidates_per_layer"),
+        "candidates", "strata.recall.candidates", ("search", "candidates_per_layer"),
         "each routed layer's own search (hybrid, dense or lexical)"),
     Stage.SAID_THEN: StageInfo(
-        "candidates", "strata.recall.service", ("period_candidates", "max_dates"),
+        "candidates", "strata.recall.candidates", ("period_candidates", "max_dates"),
         "episodes: the best turns said on each date the query names"),
     Stage.ENTITIES: StageInfo(
-        "candidates", "strata.recall.service", (
+        "candidates", "strata.recall.candidates", (
             "entity_candidates", "entity_weight", "entity_found_too", "entity_past_late",
             "entity_sources"),
         "episodes: the turns the user's entity index reaches from the query's entities and "
         "the kinds it asks for (what state, which instruments, who), with their own weight"),
     Stage.EXCHANGES: StageInfo(
-        "candidates", "strata.recall.granularity", ("exchange_weight",),
+        "candidates", "strata.recall.candidates", ("exchange_weight",),
         "episodes: exchanges (two neighbouring turns) searched and fused with their turns"),
     Stage.KEYWORDS: StageInfo(
-        "candidates", "strata.recall.service", (),
+        "candidates", "strata.recall.candidates", (),
         "procedures whose keywords the query contains count as a full dense match"),
     Stage.COVERAGE: StageInfo(
         "episode ranking", "strata.recall.granularity", ("coverage_weight",),
@@ -101,7 +107,7 @@ STAGES: dict[Stage, StageInfo] = {
         "episode ranking", "strata.recall.granularity", ("session_weight",),
         "a turn lifted by the best turn of its session"),
     Stage.LATE_INTERACTION: StageInfo(
-        "late interaction", "strata.recall.late", ("late_share", "late_candidates"),
+        "late interaction", "strata.recall.granularity", ("late_share", "late_candidates"),
         "the best turns re-scored token by token (MaxSim) and ranked again; the rest dropped"),
     Stage.MERGE: StageInfo(
         "merge", "strata.recall.granularity", ("neighbour_ratio", "neighbour_side"),

@@ -23,10 +23,10 @@ from strata.recall.assembly import (
     select_candidates,
 )
 from strata.recall.expansion import QueryExpander
-from strata.recall.granularity import without_speakers
 from strata.recall.late import LateScorer, QueryBatcher, embed_queries
 from strata.recall.recipes import DEFAULT, RecallRecipe
 from strata.recall.service import RecallService, correction_items, decide_route
+from strata.recall.speakers import without_speakers
 from strata.recall.stages import Stage
 from strata.shard.longterm import LazyLongTerm
 from strata.shard.models import MemoryAnswer, WorkingMemoryView

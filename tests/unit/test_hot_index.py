@@ -35,9 +35,9 @@ from strata.models import (
     utcnow,
 )
 from strata.recall.assembly import assemble
-from strata.recall.granularity import without_speakers
 from strata.recall.late import embed_queries, pack_tokens, stored_maxima, unpack_tokens
 from strata.recall.recipes import DEFAULT
+from strata.recall.speakers import without_speakers
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
 from strata.stores.embedders import HashEmbedder

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from strata.recall.candidates import CANDIDATES
+from strata.recall.granularity import FORMULA, RANKING
 from strata.recall.parameters import (
     PROFILE_FIELDS,
     RANKING_FIELDS,
@@ -19,6 +21,7 @@ from strata.recall.parameters import (
     stage_of,
     value_text,
 )
+from strata.recall.pipeline import Phase
 from strata.recall.recipes import BY_HAND, DEFAULT, RECIPES, RecallRecipe, without
 from strata.recall.stages import DEFAULT_STAGES, ORDER, REQUIRED, STAGES, Stage
 
@@ -135,3 +138,23 @@ def test_a_stage_is_switched_off_by_leaving_it_out_in_order_and_never_a_required
     for stage in REQUIRED:
         with pytest.raises(ValueError, match="needs"):
             RecallRecipe(name="x", stages=without(stage))
+
+
+def test_each_stage_is_run_by_the_table_of_the_module_its_row_names() -> None:
+    tables = {"strata.recall.candidates": set(CANDIDATES.steps),
+              "strata.recall.granularity": set(RANKING.steps) | FORMULA}
+    for stage, info in STAGES.items():
+        if info.module in tables:
+            assert stage in tables[info.module], (stage, info.module)
+    stepped = [*CANDIDATES.steps, *RANKING.steps, *FORMULA]
+    assert len(stepped) == len(set(stepped)), "a stage with two steps"
+    assert set(stepped) == {s for s, i in STAGES.items() if i.module in tables}
+
+
+def test_a_phase_runs_only_the_stages_the_recipe_lists_in_the_recipes_order() -> None:
+    ran: list[Stage] = []
+    phase = Phase[list[Stage]]("test", {s: (lambda state, s=s: state.append(s))
+                                        for s in (Stage.MERGE, Stage.SEARCH, Stage.SAID_THEN)})
+    assert phase.run(DEFAULT, ran) == [Stage.SEARCH, Stage.SAID_THEN, Stage.MERGE]
+    left_out = RecallRecipe(name="x", stages=without(Stage.SAID_THEN))
+    assert phase.run(left_out, []) == [Stage.SEARCH, Stage.MERGE]
