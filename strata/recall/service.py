@@ -1,5 +1,6 @@
-"""RecallService: route → query layers → score; the fusion into a context is
-``strata.recall.assembly``.
+"""RecallService: route → each layer's candidates (``strata.recall.candidates``) → the
+episodes' ranking (``strata.recall.granularity``) → fusion (``strata.recall.scoring``); the
+assembly into a context is ``strata.recall.assembly``.
 
 Two halves, so that each runs where its data is: ``search_layers`` scores the candidates of
 some layers over one vector store (a user's shard runs it over its hot index for the
@@ -47,7 +48,7 @@ from strata.recall.stages import EPISODE_RANKING
 from strata.stores.lexical import tokenize
 from strata.stores.ports import VectorStore
 
-__all__ = ["EntityReach", "RecallService", "correction_items", "decide_route"]
+__all__ = ["RecallService", "correction_items", "decide_route"]
 
 logger = logging.getLogger(__name__)
 
