@@ -6,10 +6,10 @@ stored, ``strata.recall.late.pack_tokens``). The encodings are cached in ``--cac
 rerun does not load the model). The table is built inside a tracemalloc window (the total a
 loaded user costs in the Python heap), then its parts are sized one by one with a deep
 ``sys.getsizeof`` walk that counts every object once, in this order: the dense matrix, the
-token vectors held in the heap, the records (the pydantic model, its payload, its text), the
-BM25 terms and postings, the row and text indexes. Token vectors the table keeps outside the
-heap (``HotTable(spill=...)``) are counted apart: they are on local disk, read per recall for
-the candidates only.
+token vectors held in the heap, the records (held by column: the texts, the payloads, the
+other columns), the BM25 terms and postings, the row and text indexes. Token vectors the
+table keeps outside the heap (``HotTable(spill=...)``) are counted apart: they are on local
+disk, read per recall for the candidates only.
 
     .venv/bin/python bench/hot_index_bytes.py [--conversation conv-26] [--spill | --no-spill]
 """
@@ -114,11 +114,10 @@ def parts(table: HotTable) -> dict[str, int]:
     out["dense vectors (matrix, norms, lengths)"] = sum(
         sizer.size(d[k]) for k in ("_matrix", "_norms", "_lengths"))
     out["token vectors in the heap"] = sizer.size(d["_tokens"])
-    texts = [r.text for r in d["_records"] if r is not None]
-    out["text (str objects)"] = sum(sizer.size(t) for t in texts)
-    payloads = [r.payload for r in d["_records"] if r is not None]
-    out["payloads (dicts: provenance, metadata, times)"] = sizer.size(payloads) - sizer.size([])
-    out["records (pydantic model, ids, other columns)"] = sizer.size(d["_records"])
+    columns = d["_records"].__dict__  # ``hot_records.RecordColumns``
+    out["text (str objects)"] = sum(sizer.size(t) for t in columns["_texts"])
+    out["payloads (marshal bytes: provenance, metadata...)"] = sizer.size(columns["_payloads"])
+    out["records (ids, statuses, times: columns)"] = sizer.size(d["_records"])
     out["BM25 terms (per-row Counter)"] = sizer.size(d["_terms"])
     out["BM25 postings"] = sizer.size(d["_postings"])
     out["row and text indexes"] = sizer.size(d["_row"]) + sizer.size(d["_by_text"])

@@ -14,7 +14,7 @@ What a hot memory costs (``bench/hot_index_bytes.py``, a LoCoMo user's episodes)
 vectors are ~12.5 KB of the ~19 KB a memory took in the heap (32 tokens x 384 int8 + a scale),
 so by default they live in an unlinked local file per user (``hot_table.TokenSpill``) and a
 recall reads back those of its late-interaction candidates; the heap keeps the vector, the
-record and the BM25 postings (~4.2 KB).
+record (by column, its payload as bytes: ``hot_records``) and the BM25 postings (~3.1 KB).
 
 What is computed at write time: the vector (by the writer, as before), the BM25 terms, and
 an episode's token vectors for late interaction (``strata.recall.late``), which are also

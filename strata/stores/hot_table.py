@@ -1,12 +1,13 @@
 """One user's memories of one collection, searchable in process memory.
 
 ``HotTable`` holds what recall needs, computed when a memory is written (or loaded): the
-records, a float32 matrix of their vectors, BM25 postings over ``strata.stores.lexical``'s
-terms (statistics of this user's corpus), and each episode's token vectors for late
-interaction (``strata.recall.late.pack_tokens``, kept as compact bytes, in the heap or in a
-local spill file, ``TokenSpill``). Searches are numpy
-over the rows that pass the filter; they return what the Milvus adapter returns (raw cosine
-and BM25 scores, the same filter semantics), so the ranking code above cannot tell them apart.
+records (by column, each built again when read: ``hot_records.RecordColumns``), a float32
+matrix of their vectors, BM25 postings over ``strata.stores.lexical``'s terms (statistics of
+this user's corpus), and each episode's token vectors for late interaction
+(``strata.recall.late.pack_tokens``, kept as compact bytes, in the heap or in a local spill
+file, ``TokenSpill``). Searches are numpy over the rows that pass the filter; they return
+what the Milvus adapter returns (raw cosine and BM25 scores, the same filter semantics), so
+the ranking code above cannot tell them apart.
 
 Deleted or replaced rows are marked dead and compacted away once they are a third of the
 table. Not thread-safe: ``strata.stores.hot.HotIndexStore`` locks around it.
@@ -19,12 +20,12 @@ import math
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from strata.models import MemoryStatus, RecordFilter, SearchHit, StoredRecord
+from strata.stores.hot_records import RecordColumns
 from strata.stores.lexical import BM25_B, BM25_K1, tokenize
 from strata.stores.ports import fuse_rrf
 from strata.stores.row_filter import matches
@@ -32,41 +33,15 @@ from strata.stores.token_spill import TokenSpill
 
 __all__ = ["RECORD_OVERHEAD_BYTES", "HotTable", "TokenSpill"]
 
-# Python objects per row (the record model, its payload dicts, the row's terms, postings and
-# index entries): tracemalloc measured 4.2 KB a row for 419 LoCoMo turns as episodes (token
-# vectors spilled, the matrix trimmed, strings interned) against 1.7 KB counted without it
-# (vector and text; bench/hot_index_bytes.py, 2026-12-03); vectors, heap-held token vectors
-# and text are counted exactly.
-RECORD_OVERHEAD_BYTES = 2500
+# Python objects per row (the record's columns, its payload's marshal bytes, the row's
+# terms, postings and index entries): tracemalloc measured 3.1 KB a row for 419 LoCoMo turns
+# as episodes (token vectors spilled, the matrix trimmed, records held by column) against
+# 1.7 KB counted without it (vector and text; bench/hot_index_bytes.py, 2026-12-04); vectors,
+# heap-held token vectors and text are counted exactly.
+RECORD_OVERHEAD_BYTES = 1400
 # the filter masks kept between writes: a handful of fixed filters, plus those of the dates
 # queries name (strata.recall.service's search of the turns said then)
 MAX_MASKS = 64
-
-
-# Every held record shares one set of field names as pydantic's "fields set" (a record
-# from the store has all of them set; its own set is ~730 B, the largest object of a row).
-# Nothing here dumps with ``exclude_unset``; a copy (``model_copy``) gets a set of its own.
-_ALL_FIELDS = set(StoredRecord.model_fields)
-_INTERN_MAX = 64  # payload strings up to this long are interned (kinds, sources, names)
-
-
-def _compact(record: StoredRecord) -> StoredRecord:
-    object.__setattr__(record, "__pydantic_fields_set__", _ALL_FIELDS)
-    object.__setattr__(record, "embed_model", sys.intern(record.embed_model))
-    return record
-
-
-def _interned(value: Any) -> Any:
-    """``value`` (a payload) with its short strings interned: the same values, one string
-    object for all rows' "episode", "user_stated", "shared", a speaker's name..."""
-    if isinstance(value, str):
-        return sys.intern(value) if len(value) <= _INTERN_MAX else value
-    if isinstance(value, dict):
-        return {sys.intern(k) if isinstance(k, str) else k: _interned(v)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interned(v) for v in value]
-    return value
 
 
 class HotTable:
@@ -79,7 +54,7 @@ class HotTable:
         # spilled token vectors: offset and length by row (length 0: none)
         self._tok_at = np.zeros(16 if spill is not None else 0, dtype=np.int64)
         self._tok_len = np.zeros(16 if spill is not None else 0, dtype=np.int32)
-        self._records: list[StoredRecord | None] = []
+        self._records = RecordColumns()
         self._row: dict[str, int] = {}
         self._matrix = np.zeros((16, dim), dtype=np.float32)
         self._lengths = np.zeros(16, dtype=np.float32)
@@ -105,7 +80,7 @@ class HotTable:
         ``terms``: its BM25 terms as the store keeps them (``tokenize(record.text)``, which
         runs when they are not given)."""
         self._kill(record.id)
-        row = len(self._records)
+        row = self._records.append(record)
         if row == len(self._matrix):
             self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])
             self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
@@ -113,9 +88,6 @@ class HotTable:
             if self._spill is not None:
                 self._tok_at = np.concatenate([self._tok_at, np.zeros_like(self._tok_at)])
                 self._tok_len = np.concatenate([self._tok_len, np.zeros_like(self._tok_len)])
-        slim = _compact(record.model_copy(update={"vector": None, "tokens": None,
-                                                  "payload": _interned(record.payload)}))
-        self._records.append(slim)
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
         self._norms[row] = np.linalg.norm(self._matrix[row])
@@ -137,13 +109,14 @@ class HotTable:
         speaker = (record.payload.get("metadata") or {}).get("speaker")
         if isinstance(speaker, str) and speaker.strip():
             self.speakers.add(speaker.strip())
-        self.nbytes += self._row_bytes(slim, tokens)
+        self.nbytes += self._row_bytes(record.text, tokens)
         self._masks.clear()
 
     def trim(self) -> None:
         """Drop the arrays' spare capacity (a loaded table: its rows were all put at once,
         and doubling left up to half of the vectors' matrix empty)."""
         n = max(16, len(self._records))
+        self._records.trim()
         self._matrix = self._matrix[:n].copy()
         self._lengths = self._lengths[:n].copy()
         self._norms = self._norms[:n].copy()
@@ -178,16 +151,10 @@ class HotTable:
         row = self._row.get(record_id)
         if row is None:
             return None
-        current = self._records[row]
-        assert current is not None
-        update: dict[str, object] = {}
         if status is not None:
-            update["status"] = status
             self._masks.clear()
-        if payload is not None:
-            update["payload"] = _interned(payload)
-        self._records[row] = _compact(current.model_copy(update=update))
-        return self._records[row]
+        self._records.replace(row, status, payload)
+        return self._records.record(row)
 
     def delete(self, ids: Sequence[str]) -> int:
         removed = sum(1 for i in ids if self._kill(i))
@@ -199,8 +166,8 @@ class HotTable:
         row = self._row.pop(record_id, None)
         if row is None:
             return False
-        record, terms = self._records[row], self._terms[row]
-        assert record is not None and terms is not None
+        text, terms = self._records.text(row), self._terms[row]
+        assert terms is not None
         for term in terms:
             posting = self._postings.get(term)
             if isinstance(posting, tuple):
@@ -211,11 +178,11 @@ class HotTable:
                 if not posting:
                     del self._postings[term]
         self._total_length -= self._lengths[row]
-        self.nbytes -= self._row_bytes(record, self._tokens.get(row))  # (a spill: not read)
+        self.nbytes -= self._row_bytes(text, self._tokens.get(row))  # (a spill: not read)
         self._store_tokens(row, None)
-        if self._by_text.get(record.text) == row:
-            del self._by_text[record.text]
-        self._records[row] = None
+        if self._by_text.get(text) == row:
+            del self._by_text[text]
+        self._records.kill(row)
         self._terms[row] = None
         if len(self._records) >= 64 and len(self._row) < 2 * len(self._records) // 3:
             self._compact()
@@ -223,7 +190,7 @@ class HotTable:
 
     def _compact(self) -> None:
         keep = [(r, self._matrix[i].copy(), self._row_tokens(i))
-                for i, r in enumerate(self._records) if r is not None]
+                for i, r in enumerate(self._records.records()) if r is not None]
         spill = self._spill
         fresh = HotTable(self.dim, spill.fresh() if spill is not None else None)
         for record, vector, tokens in keep:
@@ -232,10 +199,10 @@ class HotTable:
         if spill is not None:
             spill.close()
 
-    def _row_bytes(self, record: StoredRecord, tokens: bytes | None) -> int:
+    def _row_bytes(self, text: str, tokens: bytes | None) -> int:
         """What the row costs the heap (spilled token vectors are on disk: not counted)."""
         held = len(tokens or b"") if self._spill is None else 0
-        return self.dim * 4 + held + len(record.text.encode("utf-8")) + RECORD_OVERHEAD_BYTES
+        return self.dim * 4 + held + len(text.encode("utf-8")) + RECORD_OVERHEAD_BYTES
 
     @property
     def spilled_bytes(self) -> int:
@@ -253,14 +220,12 @@ class HotTable:
         row = self._row.get(record_id)
         if row is None:
             return None
-        record = self._records[row]
-        assert record is not None
         if not with_vector:
-            return record
+            return self._records.record(row)
         tokens = self._row_tokens(row)
-        return record.model_copy(update={
-            "vector": self._matrix[row].tolist(),
-            "tokens": base64.b64encode(tokens).decode("ascii") if tokens else None})
+        return self._records.record(
+            row, vector=self._matrix[row].tolist(),
+            tokens=base64.b64encode(tokens).decode("ascii") if tokens else None)
 
     def tokens_of(self, record_id: str) -> bytes | None:
         row = self._row.get(record_id)
@@ -285,7 +250,7 @@ class HotTable:
                  ) -> list[StoredRecord]:
         mask = self._mask(flt)
         rows = np.flatnonzero(mask)[:limit]
-        return [r for r in (self._records[i] for i in rows) if r is not None]
+        return [r for r in (self._records.record(int(i)) for i in rows) if r is not None]
 
     def _mask(self, flt: RecordFilter | None) -> npt.NDArray[np.bool_]:
         n = len(self._records)
@@ -298,8 +263,8 @@ class HotTable:
         key = flt.model_dump_json() if flt is not None else ""
         cached = self._masks.get(key)
         if cached is None:
-            cached = np.fromiter((r is not None and matches(r, flt) for r in self._records),
-                                 dtype=bool, count=n)
+            cached = np.fromiter((r is not None and matches(r, flt)
+                                  for r in self._records.records()), dtype=bool, count=n)
             if len(self._masks) >= MAX_MASKS:  # filters that vary (a query's dates): bounded
                 self._masks.clear()
             self._masks[key] = cached
@@ -346,7 +311,7 @@ class HotTable:
         order = rows[np.argsort(-scores[rows], kind="stable")[:k]]
         out = []
         for i in order:
-            record = self._records[i]
+            record = self._records.record(int(i))
             assert record is not None
             out.append(SearchHit(record=record, score=float(scores[i])))
         return out
