@@ -27,7 +27,7 @@ import numpy.typing as npt
 from strata.models import MemoryStatus, RecordFilter, SearchHit, StoredRecord
 from strata.stores.hot_records import RecordColumns
 from strata.stores.lexical import BM25_B, BM25_K1, tokenize
-from strata.stores.ports import fuse_rrf
+from strata.stores.ports import RRF_K
 from strata.stores.row_filter import matches
 from strata.stores.token_spill import TokenSpill
 
@@ -302,15 +302,19 @@ class HotTable:
             scores[rows] += idf * tf * (BM25_K1 + 1) / norm
         return scores
 
-    def _top(self, scores: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], k: int,
-             positive: bool) -> list[SearchHit]:
+    def _top_rows(self, scores: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], k: int,
+                  positive: bool) -> npt.NDArray[np.intp]:
+        """The rows of the ``k`` best ``scores`` within ``mask``, best first."""
         keep = mask & (scores > 0) if positive else mask
         rows = np.flatnonzero(keep)
         if not len(rows) or k <= 0:
-            return []
-        order = rows[np.argsort(-scores[rows], kind="stable")[:k]]
+            return rows[:0]
+        return rows[np.argsort(-scores[rows], kind="stable")[:k]]
+
+    def _top(self, scores: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], k: int,
+             positive: bool) -> list[SearchHit]:
         out = []
-        for i in order:
+        for i in self._top_rows(scores, mask, k, positive):
             record = self._records.record(int(i))
             assert record is not None
             out.append(SearchHit(record=record, score=float(scores[i])))
@@ -325,14 +329,23 @@ class HotTable:
 
     def search_hybrid(self, vector: Sequence[float], text: str, k: int,
                       flt: RecordFilter | None) -> list[SearchHit]:
-        """RRF of the dense and BM25 top ``k``; every hit carries both raw similarities
+        """RRF of the dense and BM25 top ``k`` (``ports.fuse_rrf``'s, row by row: a record
+        is built for the fused hits only); every hit carries both raw similarities
         (computed for every row, so none is missing)."""
         mask = self._mask(flt)
         dense, lexical = self.cosines(vector), self.bm25(text)
-        fused = fuse_rrf(self._top(dense, mask, k, positive=False),
-                         self._top(lexical, mask, k, positive=True), k)
-        for hit in fused:
-            row = self._row[hit.record.id]
-            hit.parts.setdefault("dense", float(dense[row]))
-            hit.parts.setdefault("lexical", float(lexical[row]))
-        return fused
+        fused: dict[int, tuple[list[float], dict[str, float]]] = {}
+        for name, scores, positive in (("dense", dense, False), ("lexical", lexical, True)):
+            for rank, row in enumerate(self._top_rows(scores, mask, k, positive).tolist()):
+                score, parts = fused.setdefault(row, ([0.0], {}))
+                score[0] += 1.0 / (RRF_K + rank + 1)
+                parts[name] = float(scores[row])
+        ranked = sorted(fused.items(), key=lambda e: e[1][0][0], reverse=True)[:k]
+        out = []
+        for row, (score, parts) in ranked:
+            record = self._records.record(row)
+            assert record is not None
+            parts.setdefault("dense", float(dense[row]))
+            parts.setdefault("lexical", float(lexical[row]))
+            out.append(SearchHit(record=record, score=score[0], parts=parts))
+        return out
