@@ -38,14 +38,15 @@ class WriteSummary(BaseModel):
     dropped: int = 0
     forgotten: int = 0
     deleted: int = 0  # made from turns the user deleted after the job read them
+    reactivated: int = 0  # cold memories the session's turns mentioned, active again
 
     def counts(self) -> dict[str, int]:
         """Flat counts for a job's record: ``facts.insert``, ``episodes.merge``, ``dropped``,
-        ``forgotten``, ``deleted`` (zeros left out)."""
+        ``forgotten``, ``deleted``, ``reactivated`` (zeros left out)."""
         flat = {f"facts.{k}": v for k, v in self.facts.items()}
         flat.update({f"episodes.{k}": v for k, v in self.episodes.items()})
         flat.update({"dropped": self.dropped, "forgotten": self.forgotten,
-                     "deleted": self.deleted})
+                     "deleted": self.deleted, "reactivated": self.reactivated})
         return {k: v for k, v in flat.items() if v}
 
 

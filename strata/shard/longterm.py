@@ -44,6 +44,7 @@ from strata.layers.forget_match import EVERYTHING, EXTENTS
 from strata.layers.forgetting import FilePurge
 from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
+from strata.layers.reactivation import reactivate, spoken_turns
 from strata.layers.transfer import import_items
 from strata.models import MemoryItem, MemoryKind, Provenance, Role, Scope, Turn, utcnow
 from strata.portability import ImportCounts
@@ -316,6 +317,9 @@ class ShardMemories:
             summary = self.longterm.writer.write(scope, kept)
             summary.forgotten += forgotten + left_out
             summary.deleted += deleted
+            # what the user spoke of again is current again (a cold memory mentioned)
+            summary.reactivated = reactivate(self.longterm.vectors, self.longterm.embedder,
+                                             scope, spoken_turns(said), utcnow())
             return summary
 
     def sweep_decay(self, scope: Scope, policy: DecayPolicy, dry_run: bool = False
