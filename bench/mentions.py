@@ -5,9 +5,10 @@ The corpus (``tests/data/mentions``): pairs of a memory the user once stated and
 labelled "mentions the same specific thing" or not, with hard negatives (the same kind of
 thing but another, a shared word in another sense, someone else's, a general remark), by
 two independent writers who never saw the code. The split was fixed before any tuning:
-``DEV`` is developed on (``--tune`` chooses the floors and the dense weight on it), ``HELD_OUT``
-is read only with the shipped policy. Columns: the shipped policy; the forget matcher's ``names`` (the term test a forget's target passes) as the
-baseline. Dense cosines by the packaged MiniLM (``--embedder hash`` for a model-free run).
+``DEV`` is developed on (``--tune`` chooses the floors and the dense weight on it),
+``HELD_OUT`` is read only with the shipped policy. Columns: the shipped policy; the forget
+matcher's ``names`` (a forget target's term test) as the baseline. Dense cosines by the
+packaged MiniLM (``--embedder hash`` for a model-free run).
 
     .venv/bin/python bench/mentions.py            # DEV and HELD_OUT, shipped policy
     .venv/bin/python bench/mentions.py --tune     # the grid on DEV only
