@@ -260,13 +260,18 @@ class HotTable:
             mask[rows] = True
             rest = flt.model_copy(update={"ids": None})
             return mask & self._mask(rest)
+        if flt is not None and (flt.event_from is not None or flt.event_before is not None):
+            # a query's dates vary: the rest of the filter is cached, the dates read from
+            # the event-time column (no payload decoded, nothing cached per date)
+            rest = flt.model_copy(update={"event_from": None, "event_before": None})
+            return self._mask(rest) & self._records.within(flt.event_from, flt.event_before)
         key = flt.model_dump_json() if flt is not None else ""
         cached = self._masks.get(key)
         if cached is None:
             cached = np.fromiter((r is not None and matches(r, flt)
                                   for r in self._records.records()), dtype=bool, count=n)
-            if len(self._masks) >= MAX_MASKS:  # filters that vary (a query's dates): bounded
-                self._masks.clear()
+            if len(self._masks) >= MAX_MASKS:  # bounded: the oldest filter goes
+                del self._masks[next(iter(self._masks))]
             self._masks[key] = cached
         return cached
 

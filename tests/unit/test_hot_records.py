@@ -169,3 +169,34 @@ def test_a_loco_mo_memory_costs_the_heap_under_3_5_kib_as_estimated(spill: bool)
     tokens = 0 if spill else 1024
     assert (measured / n) - tokens <= 3584
     assert table.nbytes == pytest.approx(measured, rel=0.1)
+
+
+def test_a_filter_on_dates_reads_the_event_time_column_as_the_row_filter_does() -> None:
+    from datetime import timedelta
+
+    from strata.stores.row_filter import matches
+
+    table = HotTable(EMB.dim)
+    records = episodes(40, EMB.dim)
+    start = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    for i, record in enumerate(records):
+        payload = dict(record.payload)
+        if i % 9 == 0:
+            payload.pop("event_time")  # no event time: never within a date filter
+        else:
+            payload["event_time"] = (start + timedelta(days=i)).isoformat()
+        table.put(record.model_copy(update={"payload": payload}), record.vector or [], None)
+    table.delete([records[3].id])
+    moved = table.record(records[4].id)
+    assert moved is not None
+    table.replace_fields(records[4].id, payload={**moved.payload, "event_time": "2024-01-01"})
+    base = RecordFilter(statuses=[MemoryStatus.ACTIVE], visible_to="",
+                        payload_not_equals={"metadata.type": "exchange"})
+    for lo, hi in (("2023-05-10", "2023-05-20"), (None, "2023-05-15"), ("2023-06-01", None),
+                   ("2024-01-01", "2024-01-02")):
+        flt = base.model_copy(update={"event_from": lo, "event_before": hi})
+        want = [r.id for r in records if (got := table.record(r.id)) is not None
+                and matches(got, flt)]
+        assert [r.id for r in table.filtered(flt)] == want
+    # the dates are not cached: only the filter without them is
+    assert list(table._masks) == [base.model_dump_json()]
