@@ -20,7 +20,7 @@ from strata.stores.redis_ports import ForgetRequest
 
 __all__ = ["EVERYTHING", "EXTENTS", "FORGET_COVERAGE", "FORGET_SIMILARITY", "MatchPolicy",
            "Rival", "by_meaning", "forgettable", "meaning_score", "names", "rival_of",
-           "said_before", "said_earlier", "stored_before", "units"]
+           "said_before", "said_earlier", "share", "stored_before", "unit_cosine", "units"]
 
 FORGET_SIMILARITY = 0.55
 EVERYTHING = "*"  # the target of "forget everything you know about me" / "全部忘掉"
@@ -34,7 +34,7 @@ def names(target: str, words: Sequence[str | None], dense: float) -> bool:
     meaning (``dense``) and shares a term ("forget the Tokyo trip")."""
     text = " ".join(filter(None, words)).replace(".", " ").replace("_", " ")
     # in Chinese by character bigrams: one shared character (房 of 厨房 for 找房) says little
-    covered = _share(units(target), units(text)) if has_cjk(target) else coverage(target, text)
+    covered = share(units(target), units(text)) if has_cjk(target) else coverage(target, text)
     close = not has_cjk(target) and covered > 0 and dense >= FORGET_SIMILARITY
     return covered >= FORGET_COVERAGE or close
 
@@ -141,8 +141,14 @@ def units(text: str) -> set[str]:
     return out | (pairs or {t for t in seq if has_cjk(t)})
 
 
-def _share(wanted: set[str], held: set[str]) -> float:
+def share(wanted: set[str], held: set[str]) -> float:
+    """The share of ``wanted``'s units that ``held`` has."""
     return len(wanted & held) / len(wanted) if wanted else 0.0
+
+
+def unit_cosine(a: set[str], b: set[str]) -> float:
+    """The cosine of two unit sets (shared units over the geometric mean of their sizes)."""
+    return len(a & b) / math.sqrt(len(a) * len(b)) if a and b else 0.0
 
 
 def meaning_score(target: str, said: str, rival: Rival, policy: MatchPolicy) -> float:
@@ -153,8 +159,7 @@ def meaning_score(target: str, said: str, rival: Rival, policy: MatchPolicy) -> 
     In Chinese the packaged model's cosines are noise (unrelated sentences score ~0.75), so
     units alone."""
     held, spoken = units(rival.text), units(f"{target} {said}")
-    both = len(held & spoken) / math.sqrt(len(held) * len(spoken)) if held and spoken else 0.0
-    lexical = max(_share(units(target), held), _share(held, spoken), both)
+    lexical = max(share(units(target), held), share(held, spoken), unit_cosine(held, spoken))
     if has_cjk(target) or has_cjk(said):
         return lexical
     dense = max(rival.dense_target, rival.dense_said, 0.0)

@@ -17,7 +17,6 @@ agent may see, and a forgotten memory (weight 0) is never woken.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +25,7 @@ from strata.extract.base import Candidate
 from strata.extract.exchanges import EXCHANGE
 from strata.extract.terms import has_cjk
 from strata.layers.decay import DECAYING
-from strata.layers.forget_match import units
+from strata.layers.forget_match import share, unit_cosine, units
 from strata.models import MemoryKind, MemoryStatus, RecordFilter, Scope, StoredRecord, is_visible
 from strata.stores.ports import Embedder, VectorStore, cosine
 
@@ -75,10 +74,6 @@ def spoken_turns(candidates: Sequence[Candidate]) -> list[Said]:
     return list(out.values())
 
 
-def _held(wanted: set[str], spoken: set[str]) -> float:
-    return len(wanted & spoken) / len(wanted) if wanted else 0.0
-
-
 def mention_score(turn: str, memory: str, value: str | None, dense: float,
                   policy: MentionPolicy) -> float:
     """How clearly ``turn`` speaks of the memory (its text; a fact's value): the largest of
@@ -86,8 +81,8 @@ def mention_score(turn: str, memory: str, value: str | None, dense: float,
     of the two unit sets — outside Chinese averaged (``dense_weight``) with the cosine of
     their embeddings (``dense``)."""
     held, spoken = units(memory), units(turn)
-    both = len(held & spoken) / math.sqrt(len(held) * len(spoken)) if held and spoken else 0.0
-    lexical = max(_held(held, spoken), _held(units(value or ""), spoken), both)
+    lexical = max(share(held, spoken), share(units(value or ""), spoken),
+                  unit_cosine(held, spoken))
     if has_cjk(turn) or has_cjk(memory):
         return lexical
     return policy.dense_weight * max(dense, 0.0) + (1 - policy.dense_weight) * lexical
