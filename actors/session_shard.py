@@ -29,6 +29,7 @@ from strata.shard.service import SessionShardService
 from strata.stores import lexical
 from strata.stores.embedders import JointEmbedder, WriteEmbedder, make_embedder
 from strata.stores.hot import HotIndexStore
+from strata.stores.hot_snapshot import HotSnapshots, RedisMarks
 from strata.stores.ports import Embedder
 from strata.stores.redis import RedisStore
 
@@ -53,10 +54,15 @@ class SessionShard(SessionShardService):
             if isinstance(embedder, JointEmbedder):  # vectors and token vectors in one pass
                 embedder = WriteEmbedder(embedder)
             tokens = embedder if isinstance(embedder, TokenEmbedder) else None
+            snapshots = (HotSnapshots(parsed.resolved_hot_snapshot_dir,
+                                      RedisMarks(redis.connection),
+                                      f"{embedder.model_id}/{embedder.dim}")
+                         if parsed.hot_snapshots else None)
             hot = HotIndexStore(vector_store_for(parsed, embedder.dim, namespace),
                                 embedder.dim, tokens=lambda: tokens,
                                 max_bytes=parsed.hot_index_max_bytes,
-                                ttl_s=parsed.hot_index_ttl_s)
+                                ttl_s=parsed.hot_index_ttl_s, snapshots=snapshots,
+                                snapshot_idle_s=parsed.hot_snapshot_idle_s)
             return LongTermMemory(hot, embedder)
 
         redis = RedisStore(parsed.redis_url, parsed.redis_prefix,

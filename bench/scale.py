@@ -56,8 +56,11 @@ from strata.shard.longterm import LazyLongTerm
 from strata.shard.recall import ShardRecall
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
+from strata.stores.hot_snapshot import HotSnapshots, RedisMarks
 from strata.stores.milvus import MilvusVectorStore
 from strata.stores.milvus_flush import FlushPolicy
+from strata.stores.redis.connection import RedisConnection
+from strata.stores.redis_server import EmbeddedRedis
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 DIM = 384
@@ -186,11 +189,13 @@ def recall(shard: ShardRecall, scope: Scope, query: str, embedded: Any) -> float
     return (time.perf_counter() - started) * 1000
 
 
-def measure(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any]:
+def measure(store: MilvusVectorStore, args: argparse.Namespace,
+            snapshots: HotSnapshots | None = None) -> dict[str, Any]:
     embedder = HashEmbedder(DIM)
     timed = TimedStore(store)
     hot = HotIndexStore(timed, DIM, tokens=lambda: embedder,  # type: ignore[arg-type,return-value]
-                        max_bytes=args.hot_cap_mib * 2**20, ttl_s=1e9)
+                        max_bytes=args.hot_cap_mib * 2**20, ttl_s=1e9, snapshots=snapshots,
+                        snapshot_idle_s=0.0)
     shard = ShardRecall(LazyLongTerm(lambda: LongTermMemory(hot, embedder)))
     queries = [(q, embed_queries(embedder, [q])[0]) for q in QUERIES]
     rng = random.Random(2)
@@ -219,6 +224,42 @@ def measure(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any
     hot_ms = [recall(shard, scope, *queries[(i + r) % len(queries)])
               for r in range(args.hot_rounds) for i, scope in enumerate(users + locomo)]
     out["hot"] = {"recall_ms": _summary(hot_ms)}
+    if snapshots is not None:
+        out |= from_snapshots(hot, shard, snapshots, users, locomo, queries, args)
+    return out
+
+
+def from_snapshots(hot: HotIndexStore, shard: ShardRecall, snapshots: HotSnapshots,
+                   users: list[Scope], locomo: list[Scope], queries: list[Any],
+                   args: argparse.Namespace) -> dict[str, Any]:
+    """``--snapshots``: every loaded user's snapshot written (the sweep of an idle shard),
+    then a fresh index over the same store and files (a restarted shard): the same users'
+    first touch again, now read from their files; the answers compared with the store's."""
+    started = time.perf_counter()
+    written = hot.seal_idle()
+    seal_s = time.perf_counter() - started
+    embedder = HashEmbedder(DIM)
+    fresh = HotIndexStore(store := hot.inner, DIM, tokens=lambda: embedder,  # type: ignore[arg-type,return-value]
+                          max_bytes=args.hot_cap_mib * 2**20, ttl_s=1e9, snapshots=snapshots)
+    again = ShardRecall(LazyLongTerm(lambda: LongTermMemory(fresh, embedder)))
+    out: dict[str, Any] = {"snapshots_written": written, "seal_s": round(seal_s, 2),
+                           "snapshot_mb": round(sum(p.stat().st_size for p in
+                                                    snapshots.directory.glob("*.snap")) / 2**20, 1)}
+    for label, group in (("cold_snapshot", users), ("cold_locomo_snapshot", locomo)):
+        ms, loads = [], []
+        for i, scope in enumerate(group):
+            scans = len(store.scan_ms)  # type: ignore[attr-defined]
+            ms.append(recall(again, scope, *queries[i % len(queries)]))
+            assert len(store.scan_ms) == scans, "read from the store"  # type: ignore[attr-defined]
+            loads.append(fresh.stats().load_ms[-1])
+            query, embedded = queries[i % len(queries)]
+            request = RecallRequest(user_id=scope.user, query=query)
+            want = shard.recall_memory(scope, request, None, lambda e=embedded: e)
+            got = again.recall_memory(scope, request, None, lambda e=embedded: e)
+            assert [c.id for c in got.found.candidates] == [c.id for c in want.found.candidates]
+        if ms:
+            out[label] = {"recall_ms": _summary(ms), "load_ms": _summary(loads)}
+    out["restored"] = fresh.stats().restored
     return out
 
 
@@ -265,6 +306,8 @@ def main() -> None:
     parser.add_argument("--flush-rows", type=int, default=20_000)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--snapshots", action="store_true",
+                        help="then the same first touches from hot snapshot files")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     store = MilvusVectorStore(str(args.dir / "milvus.db"),
@@ -287,7 +330,16 @@ def main() -> None:
     if args.ab:
         result["scan_ab"] = scan_ab(store, args)
         print("scan A/B:", json.dumps(result["scan_ab"]), flush=True)
-    result.update(measure(store, args))
+    if args.snapshots:  # the marks in a real Redis, the files next to the store
+        redis = EmbeddedRedis(args.dir / "redis").start()
+        snapshots = HotSnapshots(args.dir / "snapshots",
+                                 RedisMarks(RedisConnection(redis.url, "scale:")), "hash/384")
+        try:
+            result.update(measure(store, args, snapshots))
+        finally:
+            redis.stop()
+    else:
+        result.update(measure(store, args))
     store.close()
     print(json.dumps(result, indent=1))
     if args.json:

@@ -173,6 +173,15 @@ class Settings(BaseSettings):
         "per shard: least recently used users leave the index above this estimate"))
     hot_index_ttl_s: float = Field(default=1800.0, gt=0, description=(
         "a user idle this long leaves the index"))
+    hot_snapshots: bool = Field(default=True, description=(
+        "keep each idle hot user's index in an encrypted local file (its key in Redis) and "
+        "load the user from it while nothing has written them since, instead of from the "
+        "vector store (strata/stores/hot_snapshot.py)"))
+    hot_snapshot_dir: Path | None = Field(default=None, description=(
+        "where the snapshot files live, on the node's local disk; empty means "
+        "<data_dir>/hot-snapshots"))
+    hot_snapshot_idle_s: float = Field(default=60.0, gt=0, description=(
+        "a hot user idle this long gets a snapshot file (if theirs is not current)"))
     torch_threads: int = Field(default=0, ge=0, description=(
         "torch threads of each process that runs the model (0: the machine's cores; Ray "
         "would give a fractional-CPU actor one)"))
@@ -245,6 +254,11 @@ class Settings(BaseSettings):
     def resolved_milvus_uri(self) -> str:
         """The Milvus URI to connect to, defaulting to a lite file in the data dir."""
         return self.milvus_uri or str(self.data_dir / "milvus.db")
+
+    @property
+    def resolved_hot_snapshot_dir(self) -> Path:
+        """Where a node's hot snapshot files live (``hot_snapshot_dir`` or the data dir's)."""
+        return (self.hot_snapshot_dir or self.data_dir / "hot-snapshots").absolute()
 
     @property
     def milvus_is_lite(self) -> bool:

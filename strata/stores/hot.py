@@ -39,7 +39,9 @@ by recall's ``entities`` stage for the turns a question's entities lead to
 
 Users leave the index least recently used first when the estimated bytes pass
 ``max_bytes``, and when idle for ``ttl_s``. Milvus remains the source of truth: an evicted
-or restarted index loses nothing but time.
+or restarted index loses nothing but time. Idle users' tables are also written to encrypted local
+files (``hot_snapshot``), read back on the user's next load instead of the store while no
+write has happened since: every durable write of a user first marks their snapshot stale.
 
 Why this module is long: it implements the whole ``VectorStore`` port (a write-through layer
 must answer every method), and its write paths, eviction and access batching share one lock
@@ -65,6 +67,7 @@ from strata.entities import Reach, default_gazetteer, default_lexicon
 from strata.models import LONG_TERM, Collection, MemoryStatus, Scope, StoredRecord
 from strata.recall.late import TokenEmbedder, pack_tokens, stored_maxima, unpack_tokens
 from strata.stores.hot_entities import EntityReach, UserEntities
+from strata.stores.hot_snapshot import HotSnapshots
 from strata.stores.hot_table import HotTable, TokenSpill
 from strata.stores.lexical import tokenize
 from strata.stores.ports import DecayFields, StatusWriter, VectorStore
@@ -91,6 +94,11 @@ class _User:
     tables: dict[Collection, HotTable]
     last_used: float
     entities: UserEntities | None = None  # the episode turns' entity index
+    # the write generation the tables reflect (None: unknown, e.g. another process wrote
+    # the user meanwhile: no snapshot is taken), and the generation of this node's current
+    # snapshot of them (``hot_snapshot``)
+    generation: int | None = None
+    sealed: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -116,6 +124,8 @@ class HotIndexStats:
     hits: int = 0
     pending_access: int = 0
     load_ms: list[float] = field(default_factory=list)
+    restored: int = 0  # loads read from a snapshot file instead of the store
+    snapshots: int = 0  # snapshot files written
 
 
 class HotIndexStore(TableServed):
@@ -126,15 +136,20 @@ class HotIndexStore(TableServed):
     (``hot_table.TokenSpill``), not in the heap. ``entities``: keep each user's entity
     index (``hot_entities``), built on the first recall that asks for it (a recipe with the
     ``entities`` stage) and kept current by every write after it; the gazetteer and lexicon
-    load once per process, then."""
+    load once per process, then. ``snapshots``: keep idle users' tables in local files and
+    load a user from theirs when still current (``hot_snapshot``); ``snapshot_idle_s``: how
+    long a user is idle before the sweep writes theirs."""
 
     def __init__(self, inner: VectorStore, dim: int,
                  tokens: Callable[[], TokenEmbedder | None] | None = None,
                  max_bytes: int = 512 * 2**20, ttl_s: float = 1800.0,
                  clock: Callable[[], float] = time.monotonic,
                  spill_tokens: bool = True, spill_dir: str | None = None,
-                 entities: bool = True) -> None:
+                 entities: bool = True, snapshots: HotSnapshots | None = None,
+                 snapshot_idle_s: float = 60.0) -> None:
         self.inner = inner
+        self._snapshots = snapshots
+        self._snapshot_idle = snapshot_idle_s
         self._entities = entities
         self._dim = dim
         self._spill = (spill_tokens, spill_dir)
@@ -166,11 +181,16 @@ class HotIndexStore(TableServed):
                 if user is not None:
                     return user
             started = time.perf_counter()
-            tables = {c: self._load(c, scope) for c in HOT_COLLECTIONS}
-            user = _User(tables, self._clock())  # the entity index: on its first use
+            tables, generation = self._restore(scope)
+            restored = tables is not None
+            if tables is None:
+                tables = {c: self._load(c, scope) for c in HOT_COLLECTIONS}
+            user = _User(tables, self._clock(), generation=generation,  # the entity index:
+                         sealed=generation if restored else None)       # on its first use
             with self._index:
                 self._users[scope.key] = user
                 self._stats.loads += 1
+                self._stats.restored += restored
                 self._stats.load_ms = [*self._stats.load_ms[-99:],
                                        (time.perf_counter() - started) * 1000]
             self._evict(keep=scope.key)
@@ -186,9 +206,74 @@ class HotIndexStore(TableServed):
         return entities
 
     def _table(self, collection: Collection) -> HotTable:
+        return HotTable(self._dim, self._spill_for(collection))
+
+    def _spill_for(self, collection: Collection) -> TokenSpill | None:
         spill, directory = self._spill
-        late = spill and collection in LATE_COLLECTIONS
-        return HotTable(self._dim, TokenSpill(directory) if late else None)
+        return TokenSpill(directory) if spill and collection in LATE_COLLECTIONS else None
+
+    # -- snapshots (``hot_snapshot``) ------------------------------------------------------
+    def _restore(self, scope: Scope) -> tuple[dict[Collection, HotTable] | None, int | None]:
+        """The user's tables from their snapshot if current, and the write generation they
+        reflect (read before any load from the store: a write after it shows)."""
+        if self._snapshots is None:
+            return None, None
+        try:
+            tables, generation = self._snapshots.read(scope.key, self._spill_for)
+        except Exception as exc:  # Redis or the disk: the store has it all
+            logger.warning("hot snapshot of %s not read (%s): loading from the store",
+                           scope.key, exc)
+            return None, None
+        if tables is not None and not set(HOT_COLLECTIONS) <= set(tables):
+            return None, generation
+        return tables, generation
+
+    def _written(self, keys: Collection_[str]) -> None:
+        """Before a durable write of these users' memories: their snapshots stop being
+        current everywhere (raises if that cannot be recorded: nothing is written then)."""
+        if self._snapshots is None or not keys:
+            return
+        generations = self._snapshots.marks.invalidate(keys)
+        self._snapshots.discard(keys)
+        with self._index:
+            for key, generation in generations.items():
+                user = self._users.get(key)
+                if user is not None:  # another process wrote in between: not known now
+                    known = user.generation is not None and generation == user.generation + 1
+                    user.generation = generation if known else None
+                    user.sealed = None
+
+    def _seal(self, key: str, user: _User) -> bool:
+        """Write the user's snapshot if theirs is not current (under ``_write``)."""
+        generation = user.generation
+        if self._snapshots is None or generation is None or user.sealed == generation:
+            return False
+        with self._index:
+            dumped = self._snapshots.dump(user.tables)
+        try:
+            if dumped is None or not self._snapshots.write(key, generation, dumped):
+                return False
+        except Exception as exc:  # the next sweep tries again; the store has it all
+            logger.warning("hot snapshot of %s not written: %s", key, exc)
+            return False
+        user.sealed = generation
+        self._stats.snapshots += 1
+        return True
+
+    def seal_idle(self) -> int:
+        """Write the snapshots of users idle ``snapshot_idle_s`` whose file is not current
+        (the shard's sweep calls this); how many were written."""
+        now = self._clock()
+        with self._index:
+            idle = [(k, u) for k, u in self._users.items()
+                    if now - u.last_used >= self._snapshot_idle]
+        written = 0
+        for key, user in idle:
+            with self._write:
+                if self._users.get(key) is user:
+                    self._persist({k: v for k, v in self._pending.items() if k[1] == key})
+                    written += self._seal(key, user)
+        return written
 
     def _load(self, collection: Collection, scope: Scope) -> HotTable:
         table = self._table(collection)
@@ -231,16 +316,22 @@ class HotIndexStore(TableServed):
                     total -= user.nbytes
         for key in doomed:
             self._persist({k: v for k, v in self._pending.items() if k[1] == key})
+            leaving = self._users.get(key)
+            if leaving is not None:
+                self._seal(key, leaving)
             with self._index:
                 self._users.pop(key, None)
                 self._stats.evictions += 1
 
     def sweep(self) -> int:
-        """Drop users idle past the TTL (the shard calls this periodically)."""
+        """Drop users idle past the TTL and write the snapshots of idle users (the shard
+        calls this periodically); how many users left."""
         with self._write:
             before = len(self._users)
             self._evict(keep="")
-            return before - len(self._users)
+            left = before - len(self._users)
+        self.seal_idle()
+        return left
 
     def stats(self) -> HotIndexStats:
         with self._index:
@@ -251,7 +342,8 @@ class HotIndexStore(TableServed):
                 spilled_bytes=sum(t.spilled_bytes for u in users for t in u.tables.values()),
                 loads=self._stats.loads, evictions=self._stats.evictions,
                 hits=self._stats.hits, pending_access=sum(len(v) for v in self._pending.values()),
-                load_ms=list(self._stats.load_ms))
+                load_ms=list(self._stats.load_ms), restored=self._stats.restored,
+                snapshots=self._stats.snapshots)
 
     def is_hot(self, scope: Scope) -> bool:
         return scope.key in self._users
@@ -371,6 +463,7 @@ class HotIndexStore(TableServed):
                 batch[1].setdefault(collection, {}).update((r.id, r) for r in ready)
                 return
             self._flush_batch()
+            self._written([scope.key])
             write(collection, scope, ready)
             self._user(scope)
             self._apply(collection, scope, ready)
@@ -401,6 +494,8 @@ class HotIndexStore(TableServed):
         if self._batch is None:
             return
         scope, pending = self._batch
+        if pending:
+            self._written([scope.key])
         while pending:
             collection, records = next(iter(pending.items()))
             self.inner.upsert(collection, scope, list(records.values()))
@@ -417,6 +512,8 @@ class HotIndexStore(TableServed):
     def delete(self, collection: Collection, scope: Scope, ids: Sequence[str]) -> int:
         with self._write:
             self._flush_batch()
+            if collection in HOT_COLLECTIONS:
+                self._written([scope.key])
             removed = self.inner.delete(collection, scope, ids)
             user = self._users.get(scope.key)
             if user is not None and collection in HOT_COLLECTIONS:
@@ -430,6 +527,8 @@ class HotIndexStore(TableServed):
     def delete_scope(self, collection: Collection, scope: Scope) -> int:
         with self._write:
             self._flush_batch()
+            if collection in HOT_COLLECTIONS:
+                self._written([scope.key])
             removed = self.inner.delete_scope(collection, scope)
             with self._index:
                 user = self._users.get(scope.key)
@@ -468,6 +567,8 @@ class HotIndexStore(TableServed):
         then the indexed rows of loaded users."""
         with self._write:
             self._flush_batch()
+            if collection in HOT_COLLECTIONS:
+                self._written({key for key, _, _ in changes})
             written = write(collection, changes)
             if collection in HOT_COLLECTIONS:
                 changed: dict[str, list[StoredRecord]] = {}
@@ -535,6 +636,7 @@ class HotIndexStore(TableServed):
         written = 0
         for collection, changes in by_collection.items():
             try:
+                self._written({key for key, _, _ in changes})
                 written += self.inner.set_payloads(collection, changes)
             except Exception:
                 with self._index:  # kept for the next round; nothing is lost
@@ -579,6 +681,9 @@ class HotIndexStore(TableServed):
 
     def close(self) -> None:
         self.persist_access()
+        with self._write:
+            for key, user in list(self._users.items()):
+                self._seal(key, user)
         self.inner.close()
 
 

@@ -121,6 +121,30 @@ class RecordColumns:
         """Drop the float array's spare capacity (a loaded table's rows are all in)."""
         self._floats = self._floats[:max(16, len(self._ids))].copy()
 
+    def state(self) -> dict[str, Any] | None:
+        """Every column as ``marshal`` can write it (``strata.stores.hot_snapshot``); None
+        if a payload is held as a dict (one marshal cannot write)."""
+        if any(type(p) is not bytes for p in self._payloads):
+            return None
+        n = len(self._ids)
+        return {"ids": list(self._ids), "texts": list(self._texts),
+                "statuses": [str(s) for s in self._statuses], "models": list(self._models),
+                "payloads": list(self._payloads), "events": list(self._events),
+                "floats": self._floats[:n].tobytes()}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RecordColumns:
+        """The columns ``state`` gave, row for row."""
+        columns = cls()
+        columns._ids, columns._texts = state["ids"], state["texts"]
+        columns._statuses = [MemoryStatus(s) for s in state["statuses"]]
+        columns._models = [sys.intern(m) for m in state["models"]]
+        columns._payloads, columns._events = state["payloads"], state["events"]
+        floats = np.frombuffer(state["floats"], dtype=np.float64).reshape(-1, len(_FLOATS))
+        columns._floats = np.zeros((max(16, len(floats)), len(_FLOATS)), dtype=np.float64)
+        columns._floats[:len(floats)] = floats
+        return columns
+
 
 def built(fields: dict[str, Any]) -> StoredRecord:
     """``StoredRecord.model_construct(_fields_set=_ALL_FIELDS, **fields)`` of every field

@@ -20,6 +20,7 @@ import math
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -123,6 +124,47 @@ class HotTable:
         if self._spill is not None:
             self._tok_at = self._tok_at[:n].copy()
             self._tok_len = self._tok_len[:n].copy()
+
+    def state(self) -> dict[str, object] | None:
+        """The table as ``marshal`` can write it, token vectors included (what
+        ``strata.stores.hot_snapshot`` keeps); ``from_state`` gives it back, row for row.
+        None: a record's payload cannot be written so."""
+        records = self._records.state()
+        if records is None:
+            return None
+        n = len(self._records)
+        return {"dim": self.dim, "records": records, "matrix": self._matrix[:n].tobytes(),
+                "lengths": self._lengths[:n].tobytes(), "norms": self._norms[:n].tobytes(),
+                "terms": list(self._terms), "postings": self._postings,
+                "tokens": [self._row_tokens(row) for row in range(n)],
+                "by_text": self._by_text, "total_length": float(self._total_length),
+                "nbytes": self.nbytes, "speakers": sorted(self.speakers)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], spill: TokenSpill | None = None) -> HotTable:
+        table = cls(int(state["dim"]), spill)
+        table._records = RecordColumns.from_state(state["records"])
+        n = len(table._records)
+        size = max(16, n)
+        for name in ("matrix", "lengths", "norms"):
+            held = np.frombuffer(state[name], dtype=np.float32)
+            array = np.zeros((size, table.dim) if name == "matrix" else size, np.float32)
+            array[:n] = held.reshape(n, table.dim) if name == "matrix" else held
+            setattr(table, f"_{name}", array)
+        table._row = {rid: row for row, rid in enumerate(state["records"]["ids"])
+                      if rid is not None}
+        table._terms, table._postings = state["terms"], state["postings"]
+        table._by_text, table.speakers = state["by_text"], set(state["speakers"])
+        table._total_length, table.nbytes = state["total_length"], state["nbytes"]
+        tokens: list[bytes | None] = state["tokens"]
+        if spill is None:
+            table._tokens = {row: blob for row, blob in enumerate(tokens) if blob}
+            return table
+        lengths = np.fromiter((len(b or b"") for b in tokens), dtype=np.int64, count=n)
+        start = spill.append(b"".join(b for b in tokens if b)) if lengths.any() else 0
+        table._tok_at, table._tok_len = np.zeros(size, np.int64), np.zeros(size, np.int32)
+        table._tok_at[:n], table._tok_len[:n] = start + np.cumsum(lengths) - lengths, lengths
+        return table
 
     def _store_tokens(self, row: int, tokens: bytes | None) -> None:
         if self._spill is not None and row < len(self._tok_len) and self._tok_len[row]:

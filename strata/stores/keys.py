@@ -23,6 +23,8 @@ Redis keys (each under the store's prefix, ``strata:`` by default)::
     forgets:{scope}          hash    the user's recent forget requests (turn + target -> request)
     deleted:{scope}          set     "<session>:<turn>" of the turns the user's deletes took
     entity-edits:{scope}     hash    the user's entity view edits (lane -> edits as JSON)
+    hotsnap:{scope}          hash    the user's write generation g and hot snapshot key k
+                                     (hex; strata.stores.hot_snapshot)
     rate:key:{digest}        hash    an API key's token bucket {tokens, at} (the key's digest)
     rate:tenant:{tenant}     hash    a tenant's token bucket {tokens, at}
 """
@@ -53,6 +55,7 @@ __all__ = [
     "followup_quiet",
     "forgets",
     "forgets_due",
+    "hot_snapshot",
     "job",
     "outcome_counts",
     "outcome_field",
@@ -144,6 +147,10 @@ def deleted_turns(scope: Scope) -> str:
 
 def entity_edits(scope: Scope) -> str:
     return f"entity-edits:{scope.key}"
+
+
+def hot_snapshot(scope_key: str) -> str:
+    return f"hotsnap:{scope_key}"
 
 
 def forgets_due(shard: int) -> str:
