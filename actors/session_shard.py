@@ -85,11 +85,15 @@ class SessionShard(SessionShardService):
         """Load now, in the background, what the first turns would otherwise wait for:
         jieba's dictionary and, when the model is the shard's own, the long-term memory
         (its embedding model: ~15 s on 2 cores, which the first turn with an explicit
-        "remember" would otherwise wait for). A failure only means the first use loads it."""
+        "remember" would otherwise wait for), and one query through it. A failure only means
+        the first use loads it."""
         try:
             lexical.warm()
             if self._settings.shard_embedding == "own":
                 self.memories.longterm  # noqa: B018 — built on first access
+                # a query's first pass through the model runs slower (torch picks its
+                # kernels): the first user's recall would wait ~1 s for it
+                self.recall.embed_queries(["warm up the query path"])
         except Exception as exc:  # retried on first use
             logger.warning("shard %s: warm-up failed, loaded on first use instead: %s",
                            self.shard_id, exc)

@@ -409,6 +409,8 @@ def run_benchmark(args: argparse.Namespace, base: str, headers: dict[str, str], 
     first = first_touch(base, headers, firsts, watch, args.time_cap_s)
     print_series(first)
     report["first_touch"] = first.summary()
+    report["first_touch"]["each_ms"] = [round(s * 1000, 1) for s in first.latencies]
+    print(f"  each, in order: {report['first_touch']['each_ms']}", flush=True)
     warm = questions[:20]
     run_strata(base, headers, "warm-up", warm, 4, None, args.time_cap_s)
     if mem0 is not None:

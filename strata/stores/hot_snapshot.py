@@ -52,7 +52,7 @@ from strata.stores.redis.connection import RedisConnection, redis_errors
 __all__ = ["HotSnapshots", "MemoryMarks", "RedisMarks", "SnapshotMarks"]
 
 logger = logging.getLogger(__name__)
-FORMAT = 1  # the file's layout; a file of another format is ignored (and unlinked)
+FORMAT = 2  # the file's layout; a file of another format is ignored (and unlinked)
 _MAGIC = b"STRATAHOT"
 
 
@@ -205,7 +205,7 @@ class HotSnapshots:
             blob = path.read_bytes()
         except FileNotFoundError:
             return None, generation
-        header, sealed = blob[:len(_MAGIC) + 21], blob[len(_MAGIC) + 21:]
+        header, sealed = blob[:len(_MAGIC) + 21], memoryview(blob)[len(_MAGIC) + 21:]
         stored = int.from_bytes(header[len(_MAGIC) + 1:len(_MAGIC) + 9], "big")
         if not header.startswith(_MAGIC) or header[len(_MAGIC)] != FORMAT \
                 or stored != generation:

@@ -129,14 +129,16 @@ class HotTable:
         """The table as ``marshal`` can write it, token vectors included (what
         ``strata.stores.hot_snapshot`` keeps); ``from_state`` gives it back, row for row.
         None: a record's payload cannot be written so."""
-        records = self._records.state()
+        records, n = self._records.state(), len(self._records)
         if records is None:
             return None
-        n = len(self._records)
+        blobs = [self._row_tokens(row) for row in range(n)]
         return {"dim": self.dim, "records": records, "matrix": self._matrix[:n].tobytes(),
                 "lengths": self._lengths[:n].tobytes(), "norms": self._norms[:n].tobytes(),
                 "terms": list(self._terms), "postings": self._postings,
-                "tokens": [self._row_tokens(row) for row in range(n)],
+                "tokens": b"".join(t for t in blobs if t),  # one blob: one copy back
+                "token_lengths": np.fromiter((len(t or b"") for t in blobs), np.int64,
+                                             count=n).tobytes(),
                 "by_text": self._by_text, "total_length": float(self._total_length),
                 "nbytes": self.nbytes, "speakers": sorted(self.speakers)}
 
@@ -144,8 +146,7 @@ class HotTable:
     def from_state(cls, state: dict[str, Any], spill: TokenSpill | None = None) -> HotTable:
         table = cls(int(state["dim"]), spill)
         table._records = RecordColumns.from_state(state["records"])
-        n = len(table._records)
-        size = max(16, n)
+        n, size = len(table._records), max(16, len(table._records))
         for name in ("matrix", "lengths", "norms"):
             held = np.frombuffer(state[name], dtype=np.float32)
             array = np.zeros((size, table.dim) if name == "matrix" else size, np.float32)
@@ -156,14 +157,15 @@ class HotTable:
         table._terms, table._postings = state["terms"], state["postings"]
         table._by_text, table.speakers = state["by_text"], set(state["speakers"])
         table._total_length, table.nbytes = state["total_length"], state["nbytes"]
-        tokens: list[bytes | None] = state["tokens"]
+        tokens, lengths = state["tokens"], np.frombuffer(state["token_lengths"], np.int64)
+        offsets = np.cumsum(lengths) - lengths
         if spill is None:
-            table._tokens = {row: blob for row, blob in enumerate(tokens) if blob}
+            table._tokens = {row: tokens[offsets[row]:offsets[row] + lengths[row]]
+                             for row in np.flatnonzero(lengths).tolist()}
             return table
-        lengths = np.fromiter((len(b or b"") for b in tokens), dtype=np.int64, count=n)
-        start = spill.append(b"".join(b for b in tokens if b)) if lengths.any() else 0
+        start = spill.append(tokens) if tokens else 0
         table._tok_at, table._tok_len = np.zeros(size, np.int64), np.zeros(size, np.int32)
-        table._tok_at[:n], table._tok_len[:n] = start + np.cumsum(lengths) - lengths, lengths
+        table._tok_at[:n], table._tok_len[:n] = start + offsets, lengths
         return table
 
     def _store_tokens(self, row: int, tokens: bytes | None) -> None:
