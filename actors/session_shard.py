@@ -56,7 +56,8 @@ class SessionShard(SessionShardService):
             tokens = embedder if isinstance(embedder, TokenEmbedder) else None
             snapshots = (HotSnapshots(parsed.resolved_hot_snapshot_dir,
                                       RedisMarks(redis.connection),
-                                      f"{embedder.model_id}/{embedder.dim}")
+                                      f"{embedder.model_id}/{embedder.dim}",
+                                      max_bytes=parsed.hot_snapshot_max_bytes)
                          if parsed.hot_snapshots else None)
             hot = HotIndexStore(vector_store_for(parsed, embedder.dim, namespace),
                                 embedder.dim, tokens=lambda: tokens,

@@ -182,6 +182,8 @@ class Settings(BaseSettings):
         "<data_dir>/hot-snapshots"))
     hot_snapshot_idle_s: float = Field(default=60.0, gt=0, description=(
         "a hot user idle this long gets a snapshot file (if theirs is not current)"))
+    hot_snapshot_max_bytes: int = Field(default=4 * 2**30, ge=0, description=(
+        "the snapshot directory's cap on a node: the oldest files go above it"))
     torch_threads: int = Field(default=0, ge=0, description=(
         "torch threads of each process that runs the model (0: the machine's cores; Ray "
         "would give a fractional-CPU actor one)"))

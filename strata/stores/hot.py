@@ -273,6 +273,8 @@ class HotIndexStore(TableServed):
                 if self._users.get(key) is user:
                     self._persist({k: v for k, v in self._pending.items() if k[1] == key})
                     written += self._seal(key, user)
+        if self._snapshots is not None:
+            self._snapshots.prune()
         return written
 
     def _load(self, collection: Collection, scope: Scope) -> HotTable:

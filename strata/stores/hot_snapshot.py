@@ -36,6 +36,7 @@ import os
 import secrets
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
@@ -138,13 +139,49 @@ class RedisMarks:
 class HotSnapshots:
     """The snapshot files of one shard's hot users, in ``directory`` (node-local).
     ``identity`` names what the vectors were made with (the embedding model and its
-    dimension): a file made under another identity is not used."""
+    dimension): a file made under another identity is not used. ``max_bytes``: the oldest
+    files go when the directory holds more (``prune``, at most every ``prune_every_s``)."""
 
-    def __init__(self, directory: str | Path, marks: SnapshotMarks, identity: str) -> None:
+    def __init__(self, directory: str | Path, marks: SnapshotMarks, identity: str,
+                 max_bytes: int = 4 * 2**30, prune_every_s: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.marks = marks
         self._identity = identity.encode("utf-8")
+        self._max_bytes = max_bytes
+        self._prune_every = prune_every_s
+        self._clock = clock
+        self._pruned_at: float | None = None
+
+    def prune(self, force: bool = False) -> int:
+        """Unlink the oldest snapshot files while the directory holds more than the cap,
+        and temporary files a crash left (older than ``prune_every_s``); how many went.
+        Without ``force``, at most once every ``prune_every_s`` (it lists the directory)."""
+        now = self._clock()
+        if not force and self._pruned_at is not None \
+                and now - self._pruned_at < self._prune_every:
+            return 0
+        self._pruned_at = now
+        files, removed, wall = [], 0, time.time()
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                with suppress(FileNotFoundError):
+                    stat = entry.stat()
+                    if entry.name.endswith(".snap"):
+                        files.append((stat.st_mtime, stat.st_size, entry.path))
+                    elif entry.name.endswith(".tmp") and wall - stat.st_mtime > self._prune_every:
+                        os.unlink(entry.path)
+                        removed += 1
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):  # the oldest first
+            if total <= self._max_bytes:
+                break
+            with suppress(FileNotFoundError):
+                os.unlink(path)
+                removed += 1
+            total -= size
+        return removed
 
     def _path(self, key: str) -> Path:
         return self.directory / (hashlib.sha256(key.encode("utf-8")).hexdigest()[:40] + ".snap")

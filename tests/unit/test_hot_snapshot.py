@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import marshal
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate
 from strata.layers.records import memory_id, to_record
 from strata.layers.summarize import RuleSummarizer
-from strata.models import MemoryItem, MemoryKind, MemoryStatus, RecordFilter, Scope
+from strata.models import Collection, MemoryItem, MemoryKind, MemoryStatus, RecordFilter, Scope
 from strata.recall.late import pack_tokens
 from strata.settings import Settings
 from strata.shard.service import SessionShardService
@@ -199,3 +200,28 @@ def test_the_forgetting_audit_reads_the_marks(redis_store: RedisStore) -> None:
     assert marks.seal("t:a", 1, bytes(range(32)))
     dumped = dict(redis_store.connection.dump_values())  # a hash the audit can decode
     assert any(key.endswith("hotsnap:t:a") for key in dumped)
+
+
+def test_the_directory_keeps_under_its_cap(tmp_path: Path) -> None:
+    clock = Clock()
+    snapshots = HotSnapshots(tmp_path, MemoryMarks(), "hash/64", max_bytes=0,
+                             prune_every_s=300, clock=clock)
+    table = HotTable(64)
+    vector = EMB.encode([TEXTS[0]])[0]
+    table.put(to_record(MemoryItem(id="m1", kind=MemoryKind.EPISODE, text=TEXTS[0]),
+                        vector.tolist(), EMB.model_id), vector, None)
+    dumped = snapshots.dump({Collection.EPISODES: table})
+    assert dumped is not None
+    for user in ("t:a", "t:b", "t:c"):
+        generation = snapshots.marks.invalidate([user])[user]
+        assert snapshots.write(user, generation, dumped)
+    size = next(tmp_path.glob("*.snap")).stat().st_size
+    snapshots._max_bytes = 2 * size
+    (tmp_path / "crash.tmp").write_bytes(b"x")
+    os.utime(tmp_path / "crash.tmp", (0, 0))
+    assert snapshots.prune() == 2  # the oldest snapshot and the crash's leftover
+    assert len(list(tmp_path.glob("*.snap"))) == 2 and not (tmp_path / "crash.tmp").exists()
+    snapshots._max_bytes = 0
+    assert snapshots.prune() == 0  # listed at most every 5 minutes
+    clock.now += 301
+    assert snapshots.prune() == 2
