@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -98,6 +99,8 @@ class SessionShard(SessionShardService):
         except Exception as exc:  # retried on first use
             logger.warning("shard %s: warm-up failed, loaded on first use instead: %s",
                            self.shard_id, exc)
+        if self._settings.gc_freeze:  # what the warm-up loaded is never scanned again
+            gc.freeze()
 
     def _sweep_all(self) -> None:
         self.sweep()

@@ -25,6 +25,7 @@ before the body is read).
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import Any
@@ -111,6 +112,8 @@ class Ingress:
 
     def __init__(self, settings: dict[str, Any], embedder: Any, namespace: str | None) -> None:
         self.replica = Replica(settings, embedder, namespace)
+        if self.replica.settings.gc_freeze:  # the libraries' objects: never scanned again
+            gc.freeze()
 
     async def import_knowledge(self, tenant: str, documents: list[DocumentIn],
                                validate: list[ValidationQuestion]) -> ImportReport:
