@@ -16,7 +16,7 @@ from actors.remote import actor_class
 from actors.shared_embedder import shared_embedder
 from actors.store_owner import vector_store_for
 from actors.traced import continues_trace, traced_methods
-from strata import tracing
+from strata import gc_pauses, tracing
 from strata.entities.overlay_redis import RedisEntityEditStore
 from strata.errors import StrataError
 from strata.layers.memories import LongTermMemory
@@ -47,6 +47,7 @@ class SessionShard(SessionShardService):
                  sweep_every_s: float = SWEEP_EVERY_S) -> None:
         parsed = Settings(**settings)
         tracing.configure(parsed, "shard")
+        gc_pauses.watch()  # the collector's pauses, in the hot index's statistics
 
         def longterm() -> LongTermMemory:  # built on first use: loads the embedding model
             # or, with STRATA_SHARD_EMBEDDING=embedder, none: the Embedder deployment's

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from strata import gc_pauses
 from strata.entities.overlay import EntityEdits, EntityEditStore, InMemoryEntityEditStore
 from strata.entities.view import EntityDetail, EntityList, EntityPatch
 from strata.errors import NotFound
@@ -170,7 +171,7 @@ class SessionShardService:
         if hot is None:
             return {"enabled": False}
         return {"enabled": True, "shard": self.shard_id, **hot.stats().__dict__,
-                **self.recall.batching()}
+                **self.recall.batching(), "gc": gc_pauses.pauses()}
 
     # -- long-term memory (ShardMemories) --------------------------------------------------
     def write_longterm(self, scope: Scope, candidates: list[Candidate]) -> WriteSummary:
