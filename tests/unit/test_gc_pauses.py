@@ -19,5 +19,5 @@ def test_a_full_collection_is_counted_and_timed() -> None:
     assert after["gen2"]["count"] == before + 1
     gen2 = after["gen2"]
     assert gen2["max_ms"] >= 0 and gen2["total_ms"] >= gen2["max_ms"] - 0.1
-    assert gc.callbacks.count(gc_pauses._callback) == 1  # noqa: SLF001
+    assert gc.callbacks.count(gc_pauses._callback) == 1
     assert "objects" in after["frozen"]
