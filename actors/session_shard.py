@@ -38,6 +38,7 @@ __all__ = ["TRACED", "SessionShard", "SessionShardActor"]
 
 logger = logging.getLogger(__name__)
 SWEEP_EVERY_S = 30.0
+SEAL_ON_STOP_S = 2.0  # a stopping shard writes hot snapshots for at most this long
 
 
 class SessionShard(SessionShardService):
@@ -160,6 +161,9 @@ class SessionShard(SessionShardService):
         except StrataError as exc:  # access counts only; every memory is already durable
             logger.warning("shard %s: pending reinforcement not written: %s", self.shard_id,
                            exc.detail)
+        hot = self.memories.hot_index()
+        if hot is not None:  # the restart's first touches read these instead of Milvus
+            hot.seal_all(budget_s=SEAL_ON_STOP_S)
         super().shutdown()
 
 

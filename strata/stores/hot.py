@@ -267,14 +267,29 @@ class HotIndexStore(TableServed):
         with self._index:
             idle = [(k, u) for k, u in self._users.items()
                     if now - u.last_used >= self._snapshot_idle]
+        written = self._seal_users(idle)
+        if self._snapshots is not None:
+            self._snapshots.prune()
+        return written
+
+    def seal_all(self, budget_s: float) -> int:
+        """Write the snapshots of every held user whose file is not current, the most
+        recently used first, for at most ``budget_s`` (a stopping shard: its users' next
+        first touch, after the restart, reads them)."""
+        with self._index:
+            users = list(reversed(self._users.items()))
+        return self._seal_users(users, time.monotonic() + budget_s)
+
+    def _seal_users(self, users: Sequence[tuple[str, _User]],
+                    deadline: float = float("inf")) -> int:
         written = 0
-        for key, user in idle:
+        for key, user in users:
+            if self._snapshots is None or time.monotonic() >= deadline:
+                break
             with self._write:
                 if self._users.get(key) is user:
                     self._persist({k: v for k, v in self._pending.items() if k[1] == key})
                     written += self._seal(key, user)
-        if self._snapshots is not None:
-            self._snapshots.prune()
         return written
 
     def _load(self, collection: Collection, scope: Scope) -> HotTable:

@@ -225,3 +225,15 @@ def test_the_directory_keeps_under_its_cap(tmp_path: Path) -> None:
     assert snapshots.prune() == 0  # listed at most every 5 minutes
     clock.now += 301
     assert snapshots.prune() == 2
+
+
+def test_a_stopping_shard_seals_its_users_within_a_budget(
+        redis_store: RedisStore, durable: CountingStore, tmp_path: Path,
+        marks: RedisMarks) -> None:
+    shard = make_shard(redis_store, durable, tmp_path, marks, Clock())
+    for user in ("a", "b"):
+        shard.create_memory(Scope(tenant="t", user=user),
+                            MemoryCreate(kind=MemoryKind.EPISODE, text=TEXTS[0]))
+    assert hot(shard).seal_all(budget_s=0) == 0  # no time: nothing written
+    assert hot(shard).seal_all(budget_s=5) == 2  # not idle, but stopping
+    assert hot(shard).seal_all(budget_s=5) == 0  # current already
