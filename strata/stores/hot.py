@@ -698,9 +698,7 @@ class HotIndexStore(TableServed):
 
     def close(self) -> None:
         self.persist_access()
-        with self._write:
-            for key, user in list(self._users.items()):
-                self._seal(key, user)
+        self.seal_all(budget_s=2.0)
         self.inner.close()
 
 
