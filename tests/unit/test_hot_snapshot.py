@@ -27,7 +27,7 @@ from strata.stores.hot import HotIndexStore
 from strata.stores.hot_snapshot import HotSnapshots, MemoryMarks, RedisMarks, SnapshotMarks
 from strata.stores.hot_table import HotTable, TokenSpill
 from strata.stores.redis import RedisStore
-from tests.unit.test_hot_index import CountingStore, recall
+from tests.unit.test_hot_index import CountingStore, hot, recall
 
 U = Scope(tenant="t", user="u")
 EMB = HashEmbedder(64)
@@ -51,12 +51,6 @@ def make_shard(redis_store: RedisStore, durable: CountingStore, directory: Path,
                         snapshots=HotSnapshots(directory, marks, identity))
     lt = LongTermMemory(hot, EMB)
     return SessionShardService(0, Settings(), redis_store, RuleSummarizer(), longterm=lambda: lt)
-
-
-def hot(shard: SessionShardService) -> HotIndexStore:
-    vectors = shard.longterm.vectors
-    assert isinstance(vectors, HotIndexStore)
-    return vectors
 
 
 @pytest.fixture
