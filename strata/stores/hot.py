@@ -283,8 +283,10 @@ class HotIndexStore(TableServed):
     def _seal_users(self, users: Sequence[tuple[str, _User]],
                     deadline: float = float("inf")) -> int:
         written = 0
+        if self._snapshots is None:
+            return written
         for key, user in users:
-            if self._snapshots is None or time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 break
             with self._write:
                 if self._users.get(key) is user:

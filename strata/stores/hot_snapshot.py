@@ -55,6 +55,7 @@ __all__ = ["HotSnapshots", "MemoryMarks", "RedisMarks", "SnapshotMarks"]
 logger = logging.getLogger(__name__)
 FORMAT = 2  # the file's layout; a file of another format is ignored (and unlinked)
 _MAGIC = b"STRATAHOT"
+_HEADER = len(_MAGIC) + 1 + 8 + 12  # magic, format, generation, nonce
 
 
 class SnapshotMarks(Protocol):
@@ -154,13 +155,12 @@ class HotSnapshots:
         self._clock = clock
         self._pruned_at: float | None = None
 
-    def prune(self, force: bool = False) -> int:
+    def prune(self) -> int:
         """Unlink the oldest snapshot files while the directory holds more than the cap,
         and temporary files a crash left (older than ``prune_every_s``); how many went.
-        Without ``force``, at most once every ``prune_every_s`` (it lists the directory)."""
+        At most once every ``prune_every_s`` (it lists the directory)."""
         now = self._clock()
-        if not force and self._pruned_at is not None \
-                and now - self._pruned_at < self._prune_every:
+        if self._pruned_at is not None and now - self._pruned_at < self._prune_every:
             return 0
         self._pruned_at = now
         files, removed, wall = [], 0, time.time()
@@ -242,7 +242,7 @@ class HotSnapshots:
             blob = path.read_bytes()
         except FileNotFoundError:
             return None, generation
-        header, sealed = blob[:len(_MAGIC) + 21], memoryview(blob)[len(_MAGIC) + 21:]
+        header, sealed = blob[:_HEADER], memoryview(blob)[_HEADER:]
         stored = int.from_bytes(header[len(_MAGIC) + 1:len(_MAGIC) + 9], "big")
         if not header.startswith(_MAGIC) or header[len(_MAGIC)] != FORMAT \
                 or stored != generation:
