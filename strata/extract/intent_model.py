@@ -74,8 +74,12 @@ LABEL_THRESHOLDS: dict[str, float] = {"change": 0.5}
 # leave-one-writer-out over the seven DEV writers gave forget P / R en 0.930 / 0.887,
 # zh 0.908 / 0.916 at 0.4; 0.979 / 0.786, 0.920 / 0.870 at 0.55; 0.988 / 0.718 at 0.65 — and
 # ordinary talk (LoCoMo dev, 2,760 turns, no forget among them) read 4 forgets at 0.4, 1 at
-# 0.55, 0 at 0.65. Precision first: 0.55.
-SHIPPED_FORGET_BAR = 0.55
+# 0.55, 0 at 0.65. Precision first: 0.55. With nine DEV writers (w25, w26 added, 2026-12-04)
+# the same procedure gave en 0.954 / 0.879, zh 0.912 / 0.912 at 0.5; 0.970 / 0.843,
+# 0.913 / 0.892 at 0.55; 0.969 / 0.814, 0.915 / 0.882 at 0.6 — and LoCoMo read 3, 2 and 1
+# forgets ("Wishing you all the best with everything you're pursuing. Stay safe!" at 0.58
+# hid memories of conv-43, and LoCoMo dev's R@10 lost 0.002): 0.6.
+SHIPPED_FORGET_BAR = 0.6
 
 # A forget the rules read is in doubt when the turn asks a question, supposes, or carries
 # someone else's words ("can you forget things?", "假如我让你…", "my boss told me to forget
