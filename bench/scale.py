@@ -23,6 +23,9 @@ Then, on a fresh ``HotIndexStore`` over the store (as a shard after a restart):
 
     .venv/bin/python bench/scale.py --dir /tmp/scale100k --build --memories 100000 --users 10000
     .venv/bin/python bench/scale.py --dir /tmp/scale100k        # the same store, read only
+    # and mem0 on the same memories in the same run (bench/scale_mem0.py)
+    .venv/bin/python bench/scale.py --dir /tmp/scale100k --build --snapshots \\
+        --mem0-python .venv-bench/bin/python
 """
 
 from __future__ import annotations
@@ -31,15 +34,21 @@ import argparse
 import gc
 import json
 import random
-import statistics
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common.scale_plan import (
+    DATA,
+    QUERIES,
+    cold_sample,
+    locomo_turns,
+    plan,
+    summary_ms,
+)
 from strata.layers.memories import LongTermMemory
 from strata.layers.records import memory_id, to_record
 from strata.models import (
@@ -62,10 +71,7 @@ from strata.stores.milvus_flush import FlushPolicy
 from strata.stores.redis.connection import RedisConnection
 from strata.stores.redis_server import EmbeddedRedis
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 DIM = 384
-QUERIES = ["what did she say about the trip", "when did he start painting",
-           "which book was recommended", "how is the new job going", "what are the kids up to"]
 
 
 def _rss_mb() -> float:
@@ -75,27 +81,12 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def _pct(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def _summary(ms: Sequence[float]) -> dict[str, float]:
-    return {"n": len(ms), "p50": round(statistics.median(ms), 1), "p95": round(_pct(ms, 0.95), 1),
-            "p99": round(_pct(ms, 0.99), 1), "max": round(max(ms), 1)}
-
-
-def locomo_turns(data: Path) -> list[tuple[str, str]]:
-    out = []
-    for path in sorted(data.glob("conv-*.json")):
-        conv = json.loads(path.read_text())
-        out += [(t["speaker"], t["text"]) for key, value in conv.items()
-                if key.startswith("session_") and isinstance(value, list) for t in value]
-    return out
-
-
 def user_scope(i: int, locomo: bool = False) -> Scope:
     return Scope(tenant="scale", user=f"{'locomo' if locomo else 'u'}{i}")
+
+
+def named_scope(name: str) -> Scope:
+    return Scope(tenant="scale", user=name)
 
 
 class Corpus:
@@ -126,15 +117,11 @@ class Corpus:
 def build(store: MilvusVectorStore, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
     """Write every user's episodes; the ingestion rate (rows/s) and the time."""
     store.ensure_collections(DIM)
-    per_user = max(1, args.memories // args.users)
-    rng = random.Random(1)
     started, written, last = time.perf_counter(), 0, time.perf_counter()
-    plan = [(user_scope(i), per_user) for i in range(args.users)]
-    plan += [(user_scope(i, locomo=True), args.locomo_turns) for i in range(args.locomo_users)]
-    rng.shuffle(plan)  # LoCoMo users' rows land among the others' segments
     pending: list[tuple[Scope, StoredRecord]] = []
-    for scope, n in plan:
-        start = rng.randrange(len(corpus.turns))
+    for name, n, start, _ in plan(args.memories, args.users, args.locomo_users,
+                                  args.locomo_turns, len(corpus.turns)):
+        scope = named_scope(name)
         records = corpus.records(scope, start, n)
         if args.bulk_rows:  # many users' rows in one call
             pending += [(scope, r) for r in records]
@@ -198,8 +185,7 @@ def measure(store: MilvusVectorStore, args: argparse.Namespace,
                         snapshot_idle_s=0.0)
     shard = ShardRecall(LazyLongTerm(lambda: LongTermMemory(hot, embedder)))
     queries = [(q, embed_queries(embedder, [q])[0]) for q in QUERIES]
-    rng = random.Random(2)
-    users = [user_scope(i) for i in rng.sample(range(args.users), min(args.cold, args.users))]
+    users = [named_scope(name) for name in cold_sample(args.users, args.cold)]
     locomo = [user_scope(i, locomo=True) for i in range(args.locomo_users)]
     recall(shard, Scope(tenant="scale", user="warmup"), *queries[0])  # imports, first calls
     gc.collect()
@@ -213,8 +199,8 @@ def measure(store: MilvusVectorStore, args: argparse.Namespace,
             scans.append(sum(timed.scan_ms))
             loads.append(hot.stats().load_ms[-1])
         if ms:
-            out[label] = {"recall_ms": _summary(ms), "load_ms": _summary(loads),
-                          "scan_scope_ms": _summary(scans)}
+            out[label] = {"recall_ms": summary_ms(ms), "load_ms": summary_ms(loads),
+                          "scan_scope_ms": summary_ms(scans)}
     gc.collect()
     stats = hot.stats()
     out["rss_mb_growth"] = round(_rss_mb() - rss0, 1)
@@ -223,7 +209,7 @@ def measure(store: MilvusVectorStore, args: argparse.Namespace,
     out["estimated_per_memory_b"] = round(stats.bytes / max(1, stats.memories))
     hot_ms = [recall(shard, scope, *queries[(i + r) % len(queries)])
               for r in range(args.hot_rounds) for i, scope in enumerate(users + locomo)]
-    out["hot"] = {"recall_ms": _summary(hot_ms)}
+    out["hot"] = {"recall_ms": summary_ms(hot_ms)}
     if snapshots is not None:
         out |= from_snapshots(hot, shard, snapshots, users, locomo, queries, args)
     return out
@@ -258,7 +244,7 @@ def from_snapshots(hot: HotIndexStore, shard: ShardRecall, snapshots: HotSnapsho
             got = again.recall_memory(scope, request, None, lambda e=embedded: e)
             assert [c.id for c in got.found.candidates] == [c.id for c in want.found.candidates]
         if ms:
-            out[label] = {"recall_ms": _summary(ms), "load_ms": _summary(loads)}
+            out[label] = {"recall_ms": summary_ms(ms), "load_ms": summary_ms(loads)}
     out["restored"] = fresh.stats().restored
     return out
 
@@ -284,7 +270,22 @@ def scan_ab(store: MilvusVectorStore, args: argparse.Namespace) -> dict[str, Any
             got[prune] = sorted(r.id for r, _ in rows)
         assert got[True] == got[False] and got[True], scope.key
     store.prune_scopes = True
-    return {k: _summary(v["ms"]) for k, v in out.items()}
+    return {k: summary_ms(v["ms"]) for k, v in out.items()}
+
+
+def mem0_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """``bench/scale_mem0.py`` on the same plan, in this run (its own interpreter)."""
+    import subprocess
+
+    out = args.dir / "mem0.json"
+    subprocess.run([str(args.mem0_python), str(Path(__file__).with_name("scale_mem0.py")),
+                    "--dir", str(args.dir / "mem0"), "--memories", str(args.memories),
+                    "--users", str(args.users), "--locomo-users", str(args.locomo_users),
+                    "--locomo-turns", str(args.locomo_turns), "--cold", str(args.cold),
+                    "--hot-rounds", str(args.hot_rounds), "--data", str(args.data),
+                    "--max-seconds", str(args.mem0_max_seconds), "--json", str(out)],
+                   check=True)
+    return dict(json.loads(out.read_text()))
 
 
 def main() -> None:
@@ -308,6 +309,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--snapshots", action="store_true",
                         help="then the same first touches from hot snapshot files")
+    parser.add_argument("--mem0-python", type=Path,
+                        help="then mem0 on the same memories (bench/scale_mem0.py) with this "
+                             "interpreter (one with mem0: .venv-bench/bin/python)")
+    parser.add_argument("--mem0-max-seconds", type=float, default=3600.0)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     store = MilvusVectorStore(str(args.dir / "milvus.db"),
@@ -326,6 +331,7 @@ def main() -> None:
     elif meta.exists():  # the store as it was built
         result.update(json.loads(meta.read_text()))
         args.users, args.locomo_users = result["users"], result["locomo_users"]
+        args.memories = result["memories"]
     store.ensure_collections(DIM)
     if args.ab:
         result["scan_ab"] = scan_ab(store, args)
@@ -341,6 +347,8 @@ def main() -> None:
     else:
         result.update(measure(store, args))
     store.close()
+    if args.mem0_python:
+        result["mem0"] = mem0_phase(args)
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
