@@ -90,10 +90,10 @@ class Settings(BaseSettings):
         "packaged labelled corpus, with the rules; strata/extract/intent_model.py) or "
         "'rules' (the hand-written patterns only)"))
     fact_reader: Literal["learned", "rules"] = Field(default="learned", description=(
-        "how the session-end extraction reads a turn's facts: 'learned' (the rules, with a "
-        "linear model fitted from the packaged facts corpus adding the categories they "
-        "missed and dropping what it reads as no fact; strata/extract/fact_model.py) or "
-        "'rules' (the hand-written patterns only)"))
+        "how the session-end extraction reads a turn's facts: 'learned' (the rules, with "
+        "linear models fitted from the packaged facts corpus adding the categories they "
+        "missed, reading the packaged lexicon and gazetteer too; strata/extract/"
+        "fact_model.py) or 'rules' (the hand-written patterns only)"))
     forget_grace_s: float = Field(default=86_400.0, ge=0.0, le=7 * 86_400.0, description=(
         "how long a forget said in conversation can be undone "
         "(POST /v1/users/{user_id}/forgets/{forget_id}/undo): the memories it names are "
