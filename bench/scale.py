@@ -347,7 +347,8 @@ def main() -> None:
     else:
         result.update(measure(store, args))
     store.close()
-    if args.mem0_python:
+    if args.mem0_python:  # Strata's figures first: mem0's phase can take long
+        print(json.dumps(result, indent=1), flush=True)
         result["mem0"] = mem0_phase(args)
     print(json.dumps(result, indent=1))
     if args.json:
