@@ -2,13 +2,15 @@
 (category, value) pairs the extraction keeps, on a labelled corpus written by writers the
 rules were never shown (``tests/data/facts``).
 
-The split was fixed before any row was read: ``DEV`` (w7, LoCoMo-style chat among friends;
-w14 voice notes; w15 group chat) is developed on — its rows are also the packaged training
-rows of the learned reader (``strata/extract/fact_corpus``), so the default path's DEV
-figures are training figures and ``--lowo`` gives the honest ones (the reader fitted on the
-other DEV writers); ``HELD_OUT`` (w8 assistant-user, w9 mixed registers) is only ever read as
-aggregate figures; ``NEW_HELD_OUT`` (w16 forum) is read once, with ``--final``, after the
-choices are frozen. ``--errors`` lists misses and false facts, and only for ``DEV`` rows.
+The split was fixed before any row was read: ``DEV`` (twelve writers: w7 LoCoMo-style chat
+among friends, w14 voice notes, w15 group chat, and the nine added on 2026-12-04) is developed
+on — its rows are also the packaged training rows of the learned reader
+(``strata/extract/fact_corpus``), so the default path's DEV figures are training figures and
+``--lowo`` gives the honest ones (the reader fitted on the other DEV writers); ``HELD_OUT``
+(w8 assistant-user, w9 mixed registers) is only ever read as aggregate figures;
+``NEW_HELD_OUT`` (w16 forum) is read with ``--final``, and ``NEWEST_HELD_OUT`` (w24
+interviews, w32 long posts) with ``--newest``, after the choices are frozen. ``--errors``
+lists misses and false facts, and only for ``DEV`` rows.
 
 Each row is one turn of a speaker (``speaker``; the turns before it, ``previous``, are the
 context). Two extraction paths are measured on the same rows:
@@ -34,6 +36,7 @@ pair is matched by at most one predicted pair of the same category (greedy).
     .venv/bin/python bench/fact_pairs.py              # dev and held-out tables, both paths
     .venv/bin/python bench/fact_pairs.py --lowo       # dev: the reader fitted without the writer
     .venv/bin/python bench/fact_pairs.py --final      # also w16, once, at the end
+    .venv/bin/python bench/fact_pairs.py --final --newest --paths rules,eight,no-joint,default
     .venv/bin/python bench/fact_pairs.py --errors 40  # dev misses and false facts
     PYTHONPATH=/tmp/before .venv/bin/python bench/fact_pairs.py --paths rules  # old rules
 """
@@ -61,11 +64,15 @@ from strata.settings import Settings
 
 CORPUS = Path(__file__).parents[1] / "tests" / "data" / "facts"
 DEV = ("w7_friends_chat", "w14_voice_notes", "w15_group_chat", "w19_dating_app",
-       "w20_support_chat", "w21_language_exchange", "w22_workplace_chat", "w23_family_group")
+       "w20_support_chat", "w21_language_exchange", "w22_workplace_chat", "w23_family_group",
+       "w28_travel_hostel", "w29_fitness_app", "w30_neighbourhood", "w31_assistant_user")
 PREVIOUS_DEV = DEV[:3]  # the development writers before 2026-12-04's five
+EIGHT_DEV = DEV[:8]  # the development writers before 2026-12-04 evening's four (w28-w31)
 HELD_OUT = ("w8_assistant_user", "w9_mixed_registers")
 NEW_HELD_OUT = ("w16_forum",)
-NEWEST_HELD_OUT = ("w24_interviews",)  # written 2026-12-04, read once after the choices
+# w24 written 2026-12-04 afternoon, read after that day's choices; w32 written with w28-w31
+# (2026-12-04, evening), read once after the evening's choices
+NEWEST_HELD_OUT = ("w24_interviews", "w32_long_posts")
 NEGATIVE_KINDS = ("advice", "question", "quote", "hypothetical", "other_person", "reminder",
                   "smalltalk", "sarcasm/joke", "sarcasm", "joke")
 
@@ -285,6 +292,26 @@ def before_extractor() -> Extractor:
                                                      threshold=0.55, run_threshold=0.8))
 
 
+def eight_writers_extractor() -> Extractor:
+    """The default path's reader fitted on the eight development writers before w28-w31
+    without the joint tagger: what shipped at 2026-12-04 evening's start."""
+    from strata.extract.fact_model import LearnedFacts
+    from strata.extract.intent_model import confirm_reader
+
+    return RuleExtractor(reads_confirm=confirm_reader,
+                         reads_facts=LearnedFacts(load(EIGHT_DEV), joint=0.0))
+
+
+def no_joint_extractor() -> Extractor:
+    """The default path's reader fitted on every development writer without the joint
+    tagger (the ablation of ``LearnedFacts``'s ``joint``)."""
+    from strata.extract.fact_model import LearnedFacts
+    from strata.extract.intent_model import confirm_reader
+
+    return RuleExtractor(reads_confirm=confirm_reader,
+                         reads_facts=LearnedFacts(load(DEV), joint=0.0))
+
+
 def no_knowledge_extractor() -> Extractor:
     """The default path's reader fitted on every development writer, without the knowledge
     marks (the ablation of the lexicon and gazetteer features)."""
@@ -337,6 +364,10 @@ def _path(name: str) -> Extractor:
         return RuleExtractor()
     if name == "before":
         return before_extractor()
+    if name == "no-joint":
+        return no_joint_extractor()
+    if name == "eight":
+        return eight_writers_extractor()
     if name == "no-knowledge":
         return no_knowledge_extractor()
     return make_extractor(Settings())
@@ -354,7 +385,7 @@ def main() -> None:
     parser.add_argument("--final", action="store_true",
                         help="also the new held-out writer (w16): read once, at the end")
     parser.add_argument("--newest", action="store_true",
-                        help="also the newest held-out writer (w24): read once, at the end")
+                        help="also the newest held-out writers (w24, w32): read after the choices")
     parser.add_argument("--locomo", type=Path, default=None,
                         help="a LoCoMo directory: count the facts each path keeps there")
     parser.add_argument("--sample", type=int, default=25)
@@ -364,7 +395,8 @@ def main() -> None:
     parser.add_argument("--rules-too", action="store_true",
                         help="with --lowo: also the rules alone")
     args = parser.parse_args()
-    reader = {k: float(v) for k, v in (kv.split("=") for kv in args.reader.split(",") if kv)}
+    reader = {k: int(v) if v.isdigit() else float(v)
+              for k, v in (kv.split("=") for kv in args.reader.split(",") if kv)}
     if args.locomo is not None:
         locomo_report(args.locomo, {p: _path(p) for p in args.paths.split(",")}, args.sample)
         return

@@ -17,7 +17,7 @@ from strata.extract.habit_rules import match_habits
 from strata.extract.life_rules import match_life
 from strata.extract.timephrases import strip_time_phrases, zh_number
 
-__all__ = ["FACT_RULES", "FactMatch", "match_facts", "preference_category"]
+__all__ = ["FACT_RULES", "FactMatch", "is_job", "match_facts", "preference_category"]
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,9 @@ _NOT_JOB = re.compile(r"\b(?:owl|lover|fan|person|mess|wreck|beginner|member|own
                       r"nerves|bundle|total|huge|big|night|morning|people|dog|cat)\b", re.I)
 
 
-def _is_job(value: str) -> bool:
+def is_job(value: str) -> bool:
+    """Whether a role's value names a job ("paediatric nurse", "会计"), not a trait or a
+    thing ("night owl", "team")."""
     if re.search(r"[\u4e00-\u9fff]", value):
         return True  # a Chinese role rule already ends in a word for one (…师, …员, 会计)
     return bool(_JOB_WORD.search(value.strip())) and not _NOT_JOB.search(value)
@@ -320,12 +322,12 @@ def match_facts(sentence: str) -> list[FactMatch]:
             if built is None or built[0] in found:
                 continue
             key, value = built
-            if key == "identity.occupation" and not _is_job(value):
+            if key == "identity.occupation" and not is_job(value):
                 continue
             found[key] = FactMatch(key=key, value=value, confidence=rule.confidence,
                                    change=rule.change)
     for key, value, change in match_life(sentence):  # people, pets, work, home, ...
-        if key == "work.role" and ("identity.occupation" in found or not _is_job(value)):
+        if key == "work.role" and ("identity.occupation" in found or not is_job(value)):
             continue
         if key == "work.employer" and _ORG_NOT.search(value):
             continue  # "在上海做会计": a city is where, not whom, the speaker works for

@@ -68,8 +68,11 @@ FORGET_CUE = re.compile(
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
 # the probability a label other than forget needs in the shipped reading; a change
 # supersedes the old value, so it is held to precision first (leave-one-writer-out on the
-# development writers, ``bench/intent_features.py``)
-LABEL_THRESHOLDS: dict[str, float] = {"change": 0.5}
+# development writers, ``bench/intent_features.py``). With eleven DEV writers (w33, w34 added,
+# 2026-12-04 evening; forget bar 0.55) leave-one-writer-out gave change P / R en
+# 0.965 / 0.724, zh 0.930 / 0.773 at 0.5; 0.959 / 0.766, 0.922 / 0.808 at 0.45; 0.942 / 0.795,
+# 0.904 / 0.857 at 0.4 — and LoCoMo dev's ordinary talk read 15, 21 and 30 changes: 0.45.
+LABEL_THRESHOLDS: dict[str, float] = {"change": 0.45}
 # the shipped bar for a forget the rules did not read (the model's P(forget), with the cue):
 # leave-one-writer-out over the seven DEV writers gave forget P / R en 0.930 / 0.887,
 # zh 0.908 / 0.916 at 0.4; 0.979 / 0.786, 0.920 / 0.870 at 0.55; 0.988 / 0.718 at 0.65 — and
@@ -78,8 +81,12 @@ LABEL_THRESHOLDS: dict[str, float] = {"change": 0.5}
 # the same procedure gave en 0.954 / 0.879, zh 0.912 / 0.912 at 0.5; 0.970 / 0.843,
 # 0.913 / 0.892 at 0.55; 0.969 / 0.814, 0.915 / 0.882 at 0.6 — and LoCoMo read 3, 2 and 1
 # forgets ("Wishing you all the best with everything you're pursuing. Stay safe!" at 0.58
-# hid memories of conv-43, and LoCoMo dev's R@10 lost 0.002): 0.6.
-SHIPPED_FORGET_BAR = 0.6
+# hid memories of conv-43, and LoCoMo dev's R@10 lost 0.002): 0.6. With eleven (w33, w34
+# added, 2026-12-04 evening): en 0.954 / 0.882, zh 0.921 / 0.898 at 0.5; 0.970 / 0.856,
+# 0.920 / 0.888 at 0.55; 0.975 / 0.832, 0.918 / 0.866 at 0.6 — and LoCoMo read 3, 1 and 1
+# (at 0.55 and 0.6 the same turn, "don't ever forget that you have people cheering you on";
+# "Stay safe!" no longer): 0.55.
+SHIPPED_FORGET_BAR = 0.55
 
 # A forget the rules read is in doubt when the turn asks a question, supposes, or carries
 # someone else's words ("can you forget things?", "假如我让你…", "my boss told me to forget

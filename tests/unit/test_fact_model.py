@@ -186,3 +186,35 @@ def test_a_sarcastic_liking_is_not_added() -> None:
 def test_the_shipped_extractor_reads_facts_only_when_set_to() -> None:
     assert training_rows(), "the packaged facts corpus ships with the package"
     assert make_extractor(Settings(fact_reader="rules"))._reads_facts is None  # type: ignore[attr-defined]
+
+
+def test_the_joint_tagger_reads_a_value_the_category_models_do_not_pass() -> None:
+    # the category path is shut (threshold 0.99): only the joint tagger can add the pet
+    common = {"threshold": 0.99, "token_threshold": 0.5, "run_threshold": 0.0}
+    text = "got a corgi called Mochi last week"
+    with_joint = LearnedFacts(ROWS, joint=0.5, joint_gate=0.0, **common).read(text, [])[0]
+    assert any(k.startswith("pet.dog") for k, _ in with_joint), with_joint
+    assert LearnedFacts(ROWS, joint=0.0, **common).read(text, [])[0] == []
+
+
+def test_the_joint_tagger_is_gated_by_the_category_model() -> None:
+    common = {"threshold": 0.99, "token_threshold": 0.5, "run_threshold": 0.0, "joint": 0.5}
+    assert LearnedFacts(ROWS, joint_gate=1.0, **common).read(
+        "got a corgi called Mochi last week", [])[0] == []
+
+
+@pytest.mark.parametrize(("key", "value", "kept"), [
+    ("habit.day", "day", False),
+    ("habit.every", "every", False),
+    ("work.role", "homeless", False),   # "volunteering at a homeless shelter"
+    ("work.role", "team", False),
+    ("work.role", "assistant manager", True),
+    ("work.role", "护士", True),
+    ("habit.runs", "runs every morning", True),
+    ("pet.dog:mochi", "corgi Mochi", True),
+])
+def test_a_learned_value_is_kept_only_when_it_names_something(key: str, value: str,
+                                                              kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value(key, value) is kept
