@@ -62,7 +62,15 @@ FORGET_CUE = re.compile(
     r"records|note|notes|file|files|log|logs|track|tracking|remember|memory|memories|mention|"
     r"mentioning|bring|raise|remind|follow|following|updates?|settled|resolved|sorted|over|"
     r"behind me|done|finished|moot|irrelevant|no longer|anymore|any more|never mind|nevermind|"
-    r"ignore|disregard|everything|all)\b"
+    r"ignore|disregard|everything|all|"
+    # the same meanings, inflected or said another way: removing (scratch, scrub, take out,
+    # gone), not keeping (un-save, hang on to, nothing stays, a clean slate, start over), letting
+    # go, and not mentioning (come up)
+    r"deleting|removing|erasing|wiping|clearing|dropping|keeping|storing|saving|holding|"
+    r"remembering|recording|logging|un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|"
+    r"let (?:it |that |this |them |him |her )?go|take (?:it|that|this|them) (?:out|away|off)|"
+    r"gone|hang on to|hold on to|nothing stays|clean slate|fresh start|start (?:fresh|over)|"
+    r"com(?:e|es|ing) up)\b"
     r"|忘|删|清|抹|丢|扔|去掉|留|存|记|提|跟进|关注|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都")
 
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
