@@ -34,6 +34,8 @@ from typing import Any
 
 from strata.chat import ChatClient
 from strata.extract.intent_model import (
+    ARTIFACT,
+    ARTIFACT_BAR,
     FORGET_CUE,
     INTENTS,
     LABEL_THRESHOLDS,
@@ -106,11 +108,13 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         # what the shards run (packaged_detector): a learned-only forget needs the cue, and
         # each label its threshold
         "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-                                   forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)}
+                                   forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
+                                   artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)}
     if before and len(before) < len(train):  # the same, trained on the earlier writers only
         out["shipped before"] = CombinedIntents(
             LearnedIntents(before), cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-            forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
+            forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted, artifact=ARTIFACT,
+            artifact_bar=ARTIFACT_BAR)
     return out
 
 

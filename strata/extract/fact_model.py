@@ -15,6 +15,11 @@ someone else has, reminders, sarcasm — are rows with no fact, so the category 
 to say nothing on them; questions, hypotheticals and quotes are also taken out before the
 model reads the turn (``rules.stated_text``).
 
+Why this module is long: the category models, the value tagger, the joint tagger and the
+knowledge marks they all read are one idea — the learned reading of a turn's facts — fitted
+together from the same rows and cached as one fit; split, each piece would import the
+others' private token features and spans.
+
 ``LearnedFacts.read`` is the ``RuleExtractor``'s ``FactReader``: a rule's fact stays unless
 the model gives its category under ``veto``; a category the model reads at ``threshold`` or
 more and the rules did not find gets the tagger's value, keyed as the rules key it

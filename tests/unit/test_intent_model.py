@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import intents as bench
 
 from strata.extract.intent_model import (
+    ARTIFACT,
+    ARTIFACT_BAR,
     FORGET_CUE,
     LABEL_THRESHOLDS,
     SHIPPED_FORGET_BAR,
@@ -48,7 +50,8 @@ def test_on_held_out_writers_the_model_reads_what_the_rules_miss(
     # as the shards read it (packaged_detector): the forget cue and the label thresholds
     combined = CombinedIntents(LearnedIntents(train), cue=FORGET_CUE,
                                thresholds=LABEL_THRESHOLDS,
-                               forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
+                               forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
+                               artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
     said = {name: [r.intent for r in d.read(bench.utterances(test))]
             for name, d in (("rules", RuleIntents()), ("combined", combined))}
     scores = {name: bench.scores(test, p) for name, p in said.items()}
@@ -70,3 +73,22 @@ def test_a_confirmation_is_read_from_the_turn_before(
                           Utterance("I forgot my keys at the gym again"),
                           Utterance("please forget everything you know about me")])
     assert [r.intent for r in read] == ["confirm", "none", "forget"], read
+
+
+def test_a_rules_forget_of_a_thing_outside_the_memory_needs_the_model() -> None:
+    # the model is fitted on the packaged rows; a deleted draft is a task, "forget my address"
+    # stays a forget, and without the artifact bar the rules' 删了 stands
+    from strata.extract.intent_model import training_rows
+
+    learned = LearnedIntents(training_rows())
+    shipped = CombinedIntents(learned, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
+                              forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
+                              artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
+    loose = CombinedIntents(learned, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
+                            forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
+    draft = Utterance("帮我把那封邮件草稿删了")
+    assert loose.read([draft])[0].intent == "forget"
+    assert shipped.read([draft])[0].intent != "forget"
+    for text in ("Forget that my codename is Bluefin.", "请忘记我对花生过敏",
+                 "delete what you know about my home address"):
+        assert shipped.read([Utterance(text)])[0].intent == "forget", text
