@@ -195,7 +195,7 @@ def abstracted(spans: Sequence[tuple[int, int, str]], token_marks: Sequence[set[
     return " ".join(out)
 
 
-def _token_features(tokens: Sequence[str], category: str,
+def _token_features(tokens: Sequence[str], category: str | None,
                     marks: Sequence[set[str]] | None = None) -> list[dict[str, Any]]:
     lows = [t.lower() for t in tokens]
     marks = marks or [set() for _ in tokens]
@@ -219,7 +219,8 @@ def _token_features(tokens: Sequence[str], category: str,
         if i < last:
             near |= {f"nk={m}" for m in marks[i + 1]}
         feats: dict[str, Any] = {f: 1 for f in own | near}
-        feats.update({f"{category}|{f}": 1 for f in own | near})
+        if category is not None:  # the value tagger's features, crossed with the category
+            feats.update({f"{category}|{f}": 1 for f in own | near})
         out.append(feats)
     return out
 
@@ -234,11 +235,9 @@ def _joint_features(tokens: Sequence[str], marks: Sequence[set[str]]) -> list[di
     """A token's features for the joint tagger (its own and its neighbours', uncrossed), and
     whose words come before it: a first- or third-person word among the six tokens before
     ("my sister is a nurse" vs "she is a nurse")."""
-    out = _token_features(tokens, "", marks)
+    out = _token_features(tokens, None, marks)
     lows = [t.lower() for t in tokens]
     for i, feats in enumerate(out):
-        for name in [f for f in feats if f.startswith("|")]:
-            del feats[name]
         window = lows[max(0, i - 6):i]
         feats[f"own_before={any(w in _FIRST_PERSON for w in window)}"] = 1
         feats[f"other_before={any(w in _THIRD_PERSON for w in window)}"] = 1
