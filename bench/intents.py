@@ -1,6 +1,6 @@
 """Intent detectors on writers they never saw (issue #36): rules, learned, learned+rules.
 
-The corpus has sixteen writers: the ``DEV`` eleven ship with the package as the detector's
+The corpus has eighteen writers: the ``DEV`` thirteen ship with the package as the detector's
 training rows (``strata/extract/intent_corpus``), the ``HELD_OUT`` two, the ``NEW_WRITER`` and
 the ``NEWEST_WRITER`` two stay in the tests (``tests/data/intents``). The split was fixed
 before any tuning: ``DEV`` writers are developed on (leave-one-writer-out inside them picks
@@ -11,7 +11,8 @@ Prints precision and recall per intent and language, and the added cost per turn
 the rules; the learned model with the old features (character n-grams) and with the new
 (plus word n-grams), each with the rules as a second opinion on forget; "shipped", what the
 shards run (``packaged_detector``: new features, forget cue, per-label thresholds); and
-"shipped before", the same detector trained on the nine DEV writers before w33 and w34.
+"shipped before", the same detector trained on the eleven DEV writers before w36 and w37, with
+the forget gate then (``FORGET_CUE``'s words, before ``FORGET_SAID``).
 
     .venv/bin/python bench/intents.py            # the held-out tables (and LOWO on DEV)
     .venv/bin/python bench/intents.py --dev-only # leave-one-writer-out inside DEV only
@@ -36,7 +37,9 @@ from strata.chat import ChatClient
 from strata.extract.intent_model import (
     ARTIFACT,
     ARTIFACT_BAR,
+    DOUBTED_BAR,
     FORGET_CUE,
+    FORGET_SAID,
     INTENTS,
     LABEL_THRESHOLDS,
     SHIPPED_FORGET_BAR,
@@ -52,8 +55,9 @@ from strata.extract.llm_intents import LLMIntents
 CORPUS = (Path(__file__).parents[1] / "strata" / "extract" / "intent_corpus",
           Path(__file__).parents[1] / "tests" / "data" / "intents")
 DEV = ("w1_terse", "w2_formal", "w3_mixed", "w4_elder", "w10_voice", "w11_coach", "w13_parent",
-       "w25_gamer", "w26_smallbiz", "w33_developer", "w34_health_journal")
-PREVIOUS_DEV = DEV[:9]  # the development writers before w33 and w34 joined (2026-12-04 evening)
+       "w25_gamer", "w26_smallbiz", "w33_developer", "w34_health_journal", "w36_night_nurse",
+       "w37_office_manager")
+PREVIOUS_DEV = DEV[:11]  # the development writers before w36 and w37 joined (2026-12-05)
 HELD_OUT = ("w5_friends", "w6_shopper")
 NEW_WRITER = ("w12_teen",)  # held out, and read only after the choices were frozen
 # held out: w27 written 2026-12-04 with w25/w26 and read after that afternoon's choices; w35
@@ -107,14 +111,15 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         "learned new+rules": CombinedIntents(new),
         # what the shards run (packaged_detector): a learned-only forget needs the cue, and
         # each label its threshold
-        "shipped": CombinedIntents(new, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-                                   forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
-                                   artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)}
-    if before and len(before) < len(train):  # the same, trained on the earlier writers only
+        "shipped": CombinedIntents(new, cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
+                                   forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR,
+                                   doubt=doubted, artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)}
+    if before and len(before) < len(train):  # the same, trained on the earlier writers only,
+        # with the gate and the bars then (the doubted bar 0.2, the artifact bar 0.4)
         out["shipped before"] = CombinedIntents(
             LearnedIntents(before), cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
             forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted, artifact=ARTIFACT,
-            artifact_bar=ARTIFACT_BAR)
+            artifact_bar=0.4)
     return out
 
 

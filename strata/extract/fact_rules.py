@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from strata.extract.habit_rules import match_habits
-from strata.extract.life_rules import match_life
+from strata.extract.life_rules import match_life, speakers_part
 from strata.extract.timephrases import strip_time_phrases, zh_number
 
 __all__ = ["FACT_RULES", "FactMatch", "is_job", "match_facts", "preference_category"]
@@ -261,7 +261,7 @@ FACT_RULES: list[_Rule] = [
     _zh(r"我是(?:一名|一个|个|做)?(?!素食)(?P<obj>[\u4e00-\u9fff]{1,10}?" + _OCC + r")",
         _fixed("identity.occupation")),
     _zh(r"我(?:是|吃)?(?:素食者|素食主义者|吃素的|吃素)(?P<obj>)",
-        lambda m: ("constraint.diet", "vegetarian")),
+        lambda m: ("constraint.diet", "吃素")),  # the value in the turn's language
     _zh(r"我" + _ZT + r"(?:已经)?(?:不在|离开了?)[^，。]{1,10}?(?:上班|工作)?了[，,]\s*(?:现在)?"
         r"(?:去了|到了|在|加入了?)" + _ZOBJ + r"(?=上班|工作|[，。！？；,.!?;]|$|了)", _employer,
         change=True),
@@ -314,7 +314,13 @@ def is_job(value: str) -> bool:
 
 
 def match_facts(sentence: str) -> list[FactMatch]:
-    """Every fact the rules find in one sentence, the first rule per key winning."""
+    """Every fact the rules find in one sentence, the first rule per key winning. A clause
+    about someone else in the speaker's life ("my roommate just adopted a ferret") gives only
+    the relation: the pet, the job and the city in it are that person's."""
+    return _match_facts(speakers_part(sentence))
+
+
+def _match_facts(sentence: str) -> list[FactMatch]:
     found: dict[str, FactMatch] = {}
     for rule in FACT_RULES:
         for match in rule.pattern.finditer(sentence):
@@ -331,6 +337,8 @@ def match_facts(sentence: str) -> list[FactMatch]:
             continue
         if key == "work.employer" and _ORG_NOT.search(value):
             continue  # "在上海做会计": a city is where, not whom, the speaker works for
+        if value.endswith("过敏") and any(k.startswith("constraint.allergy:") for k in found):
+            continue  # "我对芒果过敏" is one allergy, said once
         if key not in found:
             found[key] = FactMatch(key=key, value=value, confidence=0.85, change=change)
     # a pet or a person with a name says what the bare relation says ("my sister Rachel")

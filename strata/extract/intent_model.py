@@ -17,8 +17,9 @@ fit a previous process cached (``STRATA_MODEL_CACHE``, default ``~/.cache/strata
 
 On ordinary conversation (LoCoMo dev, 2,760 turns) the model alone reads a forget in 3 turns
 ("Don't let anything stop you!"): a forget the rules did not see must also say something
-about removing, keeping, mentioning or being done with a thing (``FORGET_CUE``, written from
-those meanings, not from the corpus's sentences), which leaves none.
+about removing, not keeping, not mentioning or being done with a thing (``FORGET_SAID``, over
+``FORGET_CUE``'s words, written from those meanings, not from the corpus's sentences), which
+leaves one or two.
 
 Why this module is long: the model, its combination with the rules and their cues, the
 forget's scope and target span models, and the one cached fit the shards share are one
@@ -45,8 +46,8 @@ from strata.extract.terms import ordered_terms, terms
 from strata.layers.summarize import split_sentences
 from strata.models import MemoryKind
 
-__all__ = ["ARTIFACT", "ARTIFACT_BAR", "CONFIRM_CUE", "FORGET_CUE", "INTENTS", "LABEL_THRESHOLDS",
-           "SHIPPED_FORGET_BAR",
+__all__ = ["ARTIFACT", "ARTIFACT_BAR", "CONFIRM_CUE", "DOUBTED_BAR", "FORGET_CUE", "FORGET_SAID",
+           "INTENTS", "LABEL_THRESHOLDS", "SHIPPED_FORGET_BAR",
            "TRAINING",
            "CombinedIntents", "IntentDetector", "IntentReading", "LearnedIntents", "RuleIntents",
            "TargetSpans", "Utterance", "as_override", "confirm_reader", "doubted",
@@ -73,6 +74,37 @@ FORGET_CUE = re.compile(
     r"gone|hang on to|hold on to|nothing stays|clean slate|fresh start|start (?:fresh|over)|"
     r"com(?:e|es|ing) up)\b"
     r"|忘|删|清|抹|丢|扔|去掉|留|存|记|提|跟进|关注|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都")
+
+# The gate a turn must pass before the model's forget counts (``CombinedIntents``'s ``cue``):
+# ``FORGET_CUE``'s words, but a word of keeping or mentioning ("keep", "note", "remember",
+# "mention", "记", "存", "提") only when it is negated or said of the memory it leaves ("no
+# need to keep that", "take it off your notes", "别再提了", "莫记了") — "keep it up!", "keep in
+# mind …" and "记住 …" say the opposite of a forget. Written from the meanings; leave-one-
+# writer-out over the thirteen DEV writers (2026-12-05): see ``SHIPPED_FORGET_BAR``.
+_KEEPING = (r"keep|kept|keeping|store|stored|storing|save|saved|saving|hold|holding|retain|"
+            r"record|records|recording|note|notes|file|files|log|logs|logging|track|tracking|"
+            r"remember|remembering|memory|memories|mention|mentioning|bring|raise|remind|follow|"
+            r"following|updates?|reminded|reminding|need|needs|hang on to|hold on to|"
+            r"com(?:e|es|ing) up")
+_REMOVING = (r"forget|forgot|delete|remove|erase|wipe|drop|clear|scrap|bin|ditch|toss|get rid|"
+             r"lose|purge|discard|reset|unlearn|settled|resolved|sorted|over|behind me|done|"
+             r"finished|moot|irrelevant|no longer|anymore|any more|never mind|nevermind|ignore|"
+             r"disregard|deleting|removing|erasing|wiping|clearing|dropping|can go|closed|"
+             r"clean(?:ed)? out|un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|strike|nuke|"
+             r"let (?:[\w']+ ){0,4}go|take (?:it|that|this|them) "
+             r"(?:out|away|off)|gone|nothing stays|clean slate|fresh start|start (?:fresh|over)")
+_NOT = (r"don'?t|dont|do not|no need|not|never|stop|quit|no longer|nothing|no more|without|"
+        r"needn'?t|shouldn'?t|won'?t|can'?t|didn'?t|doesn'?t|isn'?t|aren'?t|no")
+_ZH_KEEPING = r"留|存|记|提|跟进|关注"
+FORGET_SAID = re.compile(
+    r"(?i)\b(?:" + _REMOVING + r")\b"
+    r"|\b(?:" + _NOT + r")\b[^.!?]{0,40}?\b(?:" + _KEEPING + r")\b"
+    r"|\b(?:from|off|out of) (?:your|the|my|ur) (?:notes|memory|memories|records|files|logs|"
+    r"list|profile|head|brain)\b"
+    r"|忘|删|清|抹|丢|扔|去掉|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都|放下|"
+    r"没听过|没说过|撤回|重置|移除|作废|不要了|划掉"
+    r"|(?:别|不要|不用|不必|无需|没必要|甭|不想|不需要|用不着|停止|取消|不许|不准|不该|莫|少)"
+    r"[^，。！？,.!?]{0,8}?(?:" + _ZH_KEEPING + r")")
 
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
 # the probability a label other than forget needs in the shipped reading; a change
@@ -105,7 +137,13 @@ SHIPPED_FORGET_BAR = 0.55
 # en 46 read / 40 right -> 45 kept / 40 right; zh 91 / 63 -> 86 / 63. Vetoing every rules'
 # forget under 0.2 instead (what this detector did before) also dropped plain "Forget that
 # my codename is Bluefin." (model 0.03: the declaration inside reads as remember) and
-# "请忘记我对花生过敏" (0.06).
+# "请忘记我对花生过敏" (0.06). With thirteen DEV writers (2026-12-05; the gate ``FORGET_SAID``,
+# the forget bar 0.55, ``ARTIFACT_BAR`` 0.5) the doubted bar gave forget P / R en
+# 0.981 / 0.896 at 0.2, 0.981 / 0.894 at 0.4 and 0.5; zh 0.958 / 0.931 at 0.2, 0.967 / 0.927
+# at 0.4, 0.969 / 0.927 at 0.5 — the Chinese false forgets it drops are suppositions and
+# questions ("假如我让你把孩子的信息都删了，你还能…？", "要是我让你把关于我的都删了会怎样？"):
+# 0.5.
+DOUBTED_BAR = 0.5
 _SUPPOSED = re.compile(r"\b(?:if (?:i|you|we)|what if|suppose|imagine|hypothetically)\b|"
                        r"要是|如果|假如|假设|的话", re.IGNORECASE)
 _REPORTED = re.compile(r"\b(?:told|tells|asked|asks|wants?|wanted|says|said)\s+(?:me|us)\s+to\b|"
@@ -125,7 +163,10 @@ def doubted(text: str) -> bool:
 # a forget, unless the model reads a forget too (``artifact_bar``). Leave-one-writer-out over
 # the eleven DEV writers (2026-12-04, evening): forget P / R en 0.971 / 0.885 -> 0.974 / 0.885,
 # zh 0.920 / 0.888 -> 0.943 / 0.888 at 0.4 (0.933 at 0.2; 0.948 / 0.885 at 0.55); 28 of the
-# 29 false Chinese forgets were the rules' "删了" said of such things.
+# 29 false Chinese forgets were the rules' "删了" said of such things. With thirteen DEV
+# writers (2026-12-05; a doubted turn naming such a thing held to the higher of the two bars,
+# no longer to the doubted bar alone): zh P 0.963 / 0.969 / 0.971 at 0.4 / 0.5 / 0.6, recall
+# 0.927 / 0.927 / 0.925: 0.5.
 ARTIFACT = re.compile(
     r"(?i)\b(?:e-?mails?|drafts?|alarms?|texts?|sms|messages?|files?|photos?|pictures?|"
     r"screenshots?|videos?|apps?|tiktok|playlists?|songs?|posts?|comments?|tabs?|"
@@ -133,7 +174,7 @@ ARTIFACT = re.compile(
     r"paragraphs?|lines?|logo)\b|"
     r"邮件|草稿|闹钟|短信|文件|照片|图片|截图|视频|app|应用|抖音|微信|群聊?|歌单?|帖子|评论|文档|"
     r"幻灯片|句话?|段话?|logo|稿子|分支|提交|日程")
-ARTIFACT_BAR = 0.4
+ARTIFACT_BAR = 0.5
 
 _RULE_LABEL = {Intent.FORGET: "forget", Intent.OVERRIDE: "change",
                Intent.REMEMBER: "remember", Intent.NONE: "none"}
@@ -296,10 +337,10 @@ class CombinedIntents:
         out = []
         for u, rule, probs in zip(utterances, ruled, self._learned.probabilities(utterances),
                                   strict=True):
-            if rule.intent == "forget":
-                bar = (self.rule_backed if self.doubt is None or self.doubt(u.text)
-                       else self.artifact_bar if self.artifact and self.artifact.search(u.text)
-                       else 0.0)
+            if rule.intent == "forget":  # each doubt the turn raises holds it to its bar
+                bar = max(self.rule_backed if self.doubt is None or self.doubt(u.text) else 0.0,
+                          self.artifact_bar if self.artifact and self.artifact.search(u.text)
+                          else 0.0)
             else:
                 bar = self.forget_threshold
             cued = rule.intent == "forget" or self.cue is None or self.cue.search(u.text)
@@ -501,6 +542,7 @@ def _packaged_detector() -> IntentDetector:
     learned, scopes, spans = cached_fit(
         "intents", [rows, sklearn.__version__, Path(__file__).read_text(encoding="utf-8")],
         fit, valid)
-    return CombinedIntents(learned, cue=FORGET_CUE, scopes=scopes, spans=spans,
+    return CombinedIntents(learned, cue=FORGET_SAID, scopes=scopes, spans=spans,
                            thresholds=LABEL_THRESHOLDS, forget_threshold=SHIPPED_FORGET_BAR,
-                           doubt=doubted, artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
+                           rule_backed=DOUBTED_BAR, doubt=doubted, artifact=ARTIFACT,
+                           artifact_bar=ARTIFACT_BAR)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 from strata.extract.status_rules import match_status
 
-__all__ = ["LifeFact", "match_life", "relation_of", "species_of"]
+__all__ = ["LifeFact", "match_life", "relation_of", "speakers_part", "species_of"]
 
 LifeFact = tuple[str, str, bool]  # key, value, whether the sentence states a change
 
@@ -73,6 +73,35 @@ _NOT_SPEAKERS = re.compile(
     r"^\s*(?:(?:and |oh |also |just |pls |please |so )*(?:remember|don'?t forget|do not forget|"
     r"make sure|be sure)\b(?:\s+to\b|,))|^\s*(?:如果|要是|假如|假设)|你(?:应该|可以|要|得|需要)|"
     r"的话[，,]|(?:^|[，,])\s*(?:记得|别忘了|不要忘了|别忘记|千万别|一定要)(?!我)", re.I)
+
+# A clause whose subject is someone else in the speaker's life ("my roommate just adopted a
+# ferret", "我表哥在新加坡做程序员", "我同事养了一只哈士奇"): the person is the speaker's
+# relation, but the pet, the job and the city are that person's (``speakers_part``).
+_OTHER_PEOPLE_EN = ("friend|friends|buddy|mate|coworker|co-worker|colleague|boss|manager|"
+                    "neighbour|neighbor|classmate|teammate|landlord|ex|bf|gf|bestie|flatmate|"
+                    "housemate|" + _EN_REL)
+_OTHER_PEOPLE_ZH = ("朋友|同事|邻居|同学|老板|领导|上司|表哥|表姐|表弟|表妹|堂哥|堂姐|堂弟|堂妹|"
+                    "舅舅|姑姑|阿姨|叔叔|舅妈|婶婶|嫂子|姐夫|妹夫|前任|前男友|前女友|" + _ZH_REL)
+_SOMEONE_ELSE = re.compile(
+    r"^\s*(?:(?:and|but|so|also|oh|lol|haha|plus|well|btw|ok|okay)\s+)*(?:my|our)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:" + _OTHER_PEOPLE_EN + r")(?:'s)?\b(?:\s+(?-i:[A-Z][a-z]+)(?:'s)?)?"
+    r"(?!\s*(?:and|&|or|who|,|$)|\s+(?:i|me|we)\b)"
+    r"|^\s*我(?:的|家|们家的?)?(?:" + _OTHER_PEOPLE_ZH + r")(?![和跟与同]我|，|,|$)", re.I)
+# clause bounds: punctuation inside a sentence, and a conjunction before the speaker again
+# ("my daughter started school and I went back to work")
+_CLAUSE = re.compile(r"(\s*[,;:，；：—–]\s*|\s+(?:and|but|so|while|because|though)\s+"
+                     r"(?=(?:i|i'm|i've|we|we're)\b))", re.I)
+
+
+def speakers_part(sentence: str) -> str:
+    """The sentence with each clause about someone else cut to who it is about: "my roommate
+    just adopted a ferret, it's chaos" → "my roommate, it's chaos"."""
+    parts = _CLAUSE.split(sentence)
+    for i in range(0, len(parts), 2):
+        if match := _SOMEONE_ELSE.search(parts[i]):
+            parts[i] = match.group(0)
+    return "".join(parts)
+
 
 _Build = Callable[[re.Match[str]], Iterator[LifeFact]]
 _LEAD_WORD = re.compile(r"^(?:Honestly|Now|But|And|So|Well|Actually|Yeah|Like|Lol|Also|Plus|Oh|"

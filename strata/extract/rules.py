@@ -26,6 +26,7 @@ from strata.extract.intents import (
     strip_request,
     unhedged,
 )
+from strata.extract.life_rules import speakers_part
 from strata.extract.pii import redact
 from strata.extract.timephrases import find_time_phrase
 from strata.layers.summarize import split_sentences
@@ -154,10 +155,11 @@ class FactReader(Protocol):
 
 def stated_text(text: str) -> str:
     """What a turn states of its speaker, as the rules read it: its sentences without
-    questions, hypotheticals, forget requests or quoted words, tag questions taken off."""
+    questions, hypotheticals, forget requests or quoted words, tag questions taken off, and
+    a clause about someone else cut to who it is about (``speakers_part``)."""
     kept = []
     for sentence in split_sentences(text):
-        sentence = _QUOTED.sub(" ", stated_part(sentence)).strip()
+        sentence = speakers_part(_QUOTED.sub(" ", stated_part(sentence))).strip()
         if (not sentence or is_question(sentence) or _HYPOTHETICAL.search(sentence)
                 or find_forget(sentence) is not None):
             continue

@@ -18,7 +18,8 @@ import intents as bench
 from strata.extract.intent_model import (
     ARTIFACT,
     ARTIFACT_BAR,
-    FORGET_CUE,
+    DOUBTED_BAR,
+    FORGET_SAID,
     LABEL_THRESHOLDS,
     SHIPPED_FORGET_BAR,
     CombinedIntents,
@@ -36,10 +37,10 @@ def split() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
             [r for r in rows if r["writer"] in bench.HELD_OUT])
 
 
-def test_the_corpus_is_thirteen_writers_in_two_languages(
+def test_the_corpus_is_fifteen_writers_in_two_languages(
         split: tuple[list[dict[str, object]], list[dict[str, object]]]) -> None:
     rows = [*split[0], *split[1]]
-    assert len({r["writer"] for r in rows}) == 13 and len(rows) >= 4600
+    assert len({r["writer"] for r in rows}) == 15 and len(rows) >= 5300
     for lang in ("en", "zh"):
         assert sum(r["lang"] == lang for r in rows) >= 800
 
@@ -48,9 +49,10 @@ def test_on_held_out_writers_the_model_reads_what_the_rules_miss(
         split: tuple[list[dict[str, object]], list[dict[str, object]]]) -> None:
     train, test = split
     # as the shards read it (packaged_detector): the forget cue and the label thresholds
-    combined = CombinedIntents(LearnedIntents(train), cue=FORGET_CUE,
+    combined = CombinedIntents(LearnedIntents(train), cue=FORGET_SAID,
                                thresholds=LABEL_THRESHOLDS,
-                               forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
+                               forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR,
+                               doubt=doubted,
                                artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
     said = {name: [r.intent for r in d.read(bench.utterances(test))]
             for name, d in (("rules", RuleIntents()), ("combined", combined))}
@@ -81,10 +83,11 @@ def test_a_rules_forget_of_a_thing_outside_the_memory_needs_the_model() -> None:
     from strata.extract.intent_model import training_rows
 
     learned = LearnedIntents(training_rows())
-    shipped = CombinedIntents(learned, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-                              forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted,
+    shipped = CombinedIntents(learned, cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
+                              forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR,
+                              doubt=doubted,
                               artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
-    loose = CombinedIntents(learned, cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
+    loose = CombinedIntents(learned, cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
                             forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted)
     draft = Utterance("帮我把那封邮件草稿删了")
     assert loose.read([draft])[0].intent == "forget"

@@ -8,6 +8,7 @@ import pytest
 from strata.extract.base import Intent
 from strata.extract.intent_model import (
     FORGET_CUE,
+    FORGET_SAID,
     Utterance,
     doubted,
     forget_reader,
@@ -95,6 +96,20 @@ def test_the_target_is_what_the_turn_names_or_else_the_turn_before() -> None:
     framing = framing_terms()
     assert {"please", "anymore"} <= framing and "daniel" not in framing
     assert FORGET_CUE.search("不用再提了") and not FORGET_CUE.search("我们去爬山")
+
+
+def test_a_word_of_keeping_gates_a_forget_only_when_it_is_negated() -> None:
+    # "keep it up", "keep in mind", "记住" say the opposite of a forget; "no need to keep",
+    # "off your notes", "别再提", "莫记了" say one
+    for text in ("No prob, Jon! You earned all the kudos. Keep it up!",
+                 "keep in mind I'm vegan", "Remember my sister is Ana", "记住我对芒果过敏",
+                 "存一下这个地址"):
+        assert FORGET_CUE.search(text) and not FORGET_SAID.search(text), text
+    for text in ("no need to keep that anymore", "please strike it from your notes",
+                 "don't mention my ex again", "I'd rather you didn't hold on to that",
+                 "Everything regarding Jonathan from procurement can go.", "别再提了",
+                 "离婚的事 一个字都莫再提了", "那句你就当没听过吧", "删了吧"):
+        assert FORGET_SAID.search(text), text
 
 
 def test_the_packaged_detector_reads_chinese_forgets_too() -> None:
