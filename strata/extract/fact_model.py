@@ -72,10 +72,25 @@ _GENERIC = {"day", "days", "daily", "every", "each", "week", "weeks", "weekend",
             "there"}
 
 
-def _kept_value(key: str, value: str) -> bool:
-    """A learned value worth a fact: not generic words alone, and a role that names a job."""
+# what says a thing recurs: a habit is done again and again ("every", "Tuesday nights",
+# "mon/wed/fri", "每周", "雷打不动"); a turn with none of it tells of one time
+_RECURS = re.compile(
+    r"(?i)\b(?:every|each|daily|nightly|weekly|monthly|usually|always|often|regularly|routine|"
+    r"habit|religiously|twice|once a|times a|\d+ ?x|tend to|weekdays|weekends|weeknights|"
+    r"mornings|evenings|nights|afternoons|mondays|tuesdays|wednesdays|thursdays|fridays|"
+    r"saturdays|sundays|mon|tue|tues|wed|thu|thurs|fri|sat|sun|year round|all year|streak|"
+    r"non-negotiable|shifts?|before work|after work|most days|on the regular|these days|"
+    r"anymore|any more|still|now)\b|每|经常|常常|总是|一般|习惯|天天|平时|通常|一直|老是|"
+    r"隔天|早晚|每逢|(?<![上这下本])(?:周[一二三四五六日末]|星期|礼拜)|雷打不动|坚持|戒|现在|最近")
+
+
+def _kept_value(key: str, value: str, stated: str | None = None) -> bool:
+    """A learned value worth a fact: not generic words alone, a role that names a job, and
+    (``stated``: the turn) a habit the turn says recurs."""
     words = [t.lower() for t in _TOKEN.findall(value)]
     if words and all(w in _GENERIC or w in _STOP for w in words):
+        return False
+    if stated is not None and key.startswith("habit") and not _RECURS.search(stated):
         return False
     return not (key == "work.role" and not is_job(value))
 
@@ -279,7 +294,8 @@ class LearnedFacts:
                  veto: float = 0.0, token_threshold: float = 0.5, most: int = 1,
                  run_threshold: float = 0.85,
                  c: float = 4.0, tagger_c: float = 1.0, knowledge: bool = True,
-                 joint: float = 0.6, joint_gate: float = 0.3, joint_c: float = 1.0) -> None:
+                 joint: float = 0.6, joint_gate: float = 0.3, joint_c: float = 1.0,
+                 recurs: bool = True) -> None:
         from scipy.sparse import hstack
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -290,6 +306,7 @@ class LearnedFacts:
         self.token_threshold, self.most = token_threshold, most
         self.run_threshold = run_threshold  # a value's surest token needs this much
         self.knowledge = knowledge
+        self.recurs = recurs  # a learned habit needs the turn to say it recurs (``_RECURS``)
         texts = [stated_text(r["text"]) for r in rows]
         read = [self._prepare(t) for t in texts]
         self._chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True,
@@ -450,6 +467,9 @@ class LearnedFacts:
         scored.sort(key=lambda s: -s[0])
         return [text for _, text in scored[: self.most]]
 
+    def _recurs(self, stated: str) -> str | None:
+        return stated if self.recurs else None
+
     def read(self, stated: str, ruled: Sequence[tuple[str, str]]
              ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """``rules.FactReader``: the facts to add to the rules' and the rules' keys to drop."""
@@ -463,7 +483,8 @@ class LearnedFacts:
                 continue
             for value in self.values(stated, category, prepared):
                 keyed = fact_key(category, value)
-                if keyed and keyed[0] not in {k for k, _ in ruled} and _kept_value(*keyed):
+                if (keyed and keyed[0] not in {k for k, _ in ruled}
+                        and _kept_value(*keyed, self._recurs(stated))):
                     added.append(keyed)
         if self.joint:
             read = found | {category_of(k, v) for k, v in added}
@@ -474,7 +495,7 @@ class LearnedFacts:
                     continue
                 keyed = fact_key(category, value)
                 taken = {k for k, _ in [*ruled, *added]}
-                if keyed and keyed[0] not in taken and _kept_value(*keyed):
+                if keyed and keyed[0] not in taken and _kept_value(*keyed, self._recurs(stated)):
                     added.append(keyed)
                     read.add(category)
         return added, dropped
@@ -509,7 +530,8 @@ def _packaged_reader() -> LearnedFacts:
     here = Path(__file__).parent
     entities = here.parent / "entities"
     code = [(here / name).read_text(encoding="utf-8")
-            for name in ("fact_model.py", "fact_keys.py", "rules.py")]
+            for name in ("fact_model.py", "fact_keys.py", "rules.py", "life_rules.py",
+                         "intents.py")]
     code += [path.read_text(encoding="utf-8") for path in
              (entities / "gazetteer.py", entities / "lexicon.py",
               *sorted((entities / "lexicon").glob("*.json")))]

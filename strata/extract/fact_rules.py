@@ -313,11 +313,32 @@ def is_job(value: str) -> bool:
     return bool(_JOB_WORD.search(value.strip())) and not _NOT_JOB.search(value)
 
 
+# what a work value does not start with: "在", "一家" ("在一家旅行社" → "旅行社", "杭州一家医院"
+# → "医院"), and a role's years ("当了三十年会计" → "会计")
+_WORK_LEAD = re.compile(r"^(?:在)?(?:[\u4e00-\u9fff]{2,3}?(?=一家|一个|一所))?(?:一家|一个|一所)?|"
+                        r"^了?(?:[一二三四五六七八九十两几\d]+年)")
+_NOT_WORK = re.compile(r"^在?家(?:里)?(?:带|待|呆|休息|躺|陪)")
+
+
+def _work_value(key: str, value: str) -> str | None:
+    """A work fact's value without what leads into it; None for staying at home."""
+    if not key.startswith("work.") or key == "work.status":
+        return value
+    value = _WORK_LEAD.sub("", value).strip() or value
+    return None if _NOT_WORK.search(value) or _ORG_NOT.search(value) else value
+
+
 def match_facts(sentence: str) -> list[FactMatch]:
     """Every fact the rules find in one sentence, the first rule per key winning. A clause
     about someone else in the speaker's life ("my roommate just adopted a ferret") gives only
     the relation: the pet, the job and the city in it are that person's."""
-    return _match_facts(speakers_part(sentence))
+    found = []
+    for fact in _match_facts(speakers_part(sentence)):
+        value = _work_value(fact.key, fact.value)
+        if value is not None:
+            found.append(FactMatch(key=fact.key, value=value, confidence=fact.confidence,
+                                   change=fact.change))
+    return found
 
 
 def _match_facts(sentence: str) -> list[FactMatch]:

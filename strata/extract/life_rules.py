@@ -84,7 +84,8 @@ _OTHER_PEOPLE_ZH = ("朋友|同事|邻居|同学|老板|领导|上司|表哥|表
                     "舅舅|姑姑|阿姨|叔叔|舅妈|婶婶|嫂子|姐夫|妹夫|前任|前男友|前女友|" + _ZH_REL)
 _SOMEONE_ELSE = re.compile(
     r"^\s*(?:(?:and|but|so|also|oh|lol|haha|plus|well|btw|ok|okay)\s+)*(?:my|our)\s+"
-    r"(?:[\w-]+\s+){0,2}?(?:" + _OTHER_PEOPLE_EN + r")(?:'s)?\b(?:\s+(?-i:[A-Z][a-z]+)(?:'s)?)?"
+    r"(?:[\w-]+\s+){0,2}?(?:" + _OTHER_PEOPLE_EN + r")(?:'s)?(?![\w-])"
+    r"(?>(?:\s+(?-i:[A-Z][a-z]+)(?:'s)?(?![\w-]))?)"
     r"(?!\s*(?:and|&|or|who|,|$)|\s+(?:i|me|we)\b)"
     r"|^\s*我(?:的|家|们家的?)?(?:" + _OTHER_PEOPLE_ZH + r")(?![和跟与同]我|，|,|$)", re.I)
 # clause bounds: punctuation inside a sentence, and a conjunction before the speaker again
@@ -217,7 +218,7 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
                 r"the (?:actual )?job at|i work the [\w -]{2,15} (?:shift )?at|"
                 r"(?:i )?started (?:a new job|working) (?:at|for))\s+" + _ORG + _EN_END, re.I),
      _fixed("work.employer")),
-    (re.compile(r"\b(?:i(?:'m| am) (?:now |currently |still )?(?:teaching|working as|a|an)|"
+    (re.compile(r"\b(?:i(?:'m| am) (?:now |currently |still )?(?:teaching|working as|an?\b)|"
                 r"i work as (?:a|an)|promoted to|promotion \()\s*(?P<obj>(?:senior |junior |"
                 r"lead |head |staff |principal |assistant )?[a-z]+(?: [a-z]+){0,3}?)"
                 r"(?=\s*(?:now|this year|at|for|in)\b|\s*[,.!?;)]|$)", re.I),
@@ -234,7 +235,9 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
     (re.compile(r"\b(?:we(?:'re| are)|[Ii](?:'m| am)) (?:now )?(?:in|living in|based in|settled "
                 r"in) (?:a [\w ]{2,20} (?:in|outside|near) )?" + _CAP_PLACE
                 + r"(?: now)?" + _EN_END), _fixed("location.home")),
-    (re.compile(r"\b[\w-]+ years in " + _CAP_PLACE + r"\b"), _fixed("location.home")),
+    (re.compile(r"\b[\w-]+ years in (?!(?:January|February|March|April|May|June|July|August|"
+                r"September|October|November|December)\b)" + _CAP_PLACE + r"\b"),
+     _fixed("location.home")),
     (re.compile(r"\b[Ii] (?:grew up|was born|was raised) in (?:a [\w ]{2,20} (?:in|outside|near) )?"
                 + _CAP_PLACE), _fixed("identity.origin")),
     (re.compile(r"我(?:是)?" + _ZH_CITY + r"(?:长大|出生|人)的"), _fixed("identity.origin")),

@@ -218,3 +218,19 @@ def test_a_learned_value_is_kept_only_when_it_names_something(key: str, value: s
     from strata.extract.fact_model import _kept_value
 
     assert _kept_value(key, value) is kept
+
+
+@pytest.mark.parametrize(("value", "stated", "kept"), [
+    ("pottery class", "Hey Jon! I finally took a pottery class yesterday and loved it.", False),
+    ("pottery class", "I take a pottery class every Thursday night.", True),
+    ("painting", "Tuesday nights are for painting, non-negotiable.", True),
+    ("打羽毛球", "我上周末去打羽毛球了", False),
+    ("打羽毛球", "周末都去打羽毛球", True),
+    ("打羽毛球", "昨天打羽毛球扭到脚了", False),
+])
+def test_a_learned_habit_needs_the_turn_to_say_it_recurs(value: str, stated: str,
+                                                         kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value(f"habit.{value}", value, stated) is kept
+    assert _kept_value(f"like:{value}", value, stated)  # only a habit must recur

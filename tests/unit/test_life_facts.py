@@ -26,7 +26,7 @@ def _facts(text: str, speaker: str | None = "Maya") -> dict[str, str]:
     ("我跟我老婆周末去看电影了。", "relationship.妻子", "老婆"),
     ("I work as a nurse at Mercy General Hospital.", "work.employer", "Mercy General Hospital"),
     ("Still at the brewery, nothing new.", "work.employer", "brewery"),
-    ("我在一家银行上班，挺忙的。", "work.employer", "一家银行"),
+    ("我在一家银行上班，挺忙的。", "work.employer", "银行"),
     ("Honestly Toronto feels like home now.", "location.home", "Toronto"),
     ("I grew up in a tiny town in Kerala.", "identity.origin", "Kerala"),
     ("我老家哈尔滨的，不怕冷。", "identity.origin", "哈尔滨"),
@@ -68,3 +68,36 @@ def test_advice_reminders_quotes_hypotheticals_and_sarcasm_keep_no_fact(text: st
 def test_a_remember_request_with_the_speaker_s_own_information_is_still_a_note() -> None:
     facts = _facts("Please remember that my locker code changes every term.", speaker=None)
     assert any(k.startswith("note:") for k in facts), facts
+
+
+@pytest.mark.parametrize(("text", "kept", "not_kept"), [
+    ("my roommate just adopted a ferret and it's pure chaos", "relationship.roommate",
+     "pet.ferret"),
+    ("我表哥在新加坡做程序员，他说那边节奏也挺快的", None, "work.role"),
+    ("我妹妹在华西当护士，她说最近甲流特别多", "relationship.妹妹", "work.employer"),
+    ("my mom just got diagnosed with osteoporosis, so proud of her", "relationship.mother",
+     "health.osteoporosis"),
+])
+def test_a_clause_about_someone_else_gives_only_the_relation(text: str, kept: str | None,
+                                                             not_kept: str) -> None:
+    facts = _facts(text)
+    assert not_kept not in facts, facts
+    assert kept is None or kept in facts, facts
+
+
+@pytest.mark.parametrize(("text", "key", "value"), [
+    ("my partner Sam and I moved to Denver last year.", "location.home", "Denver"),
+    ("My sister Ana and I adopted a cat named Miso.", "pet.cat:miso", "Miso"),
+    ("我在杭州一家医院上班，老公在银行。", "work.employer", "医院"),
+    ("我退休前在纺织厂当了三十年会计。", "work.role", "会计"),
+    ("I'm an accountant at a small firm.", "work.role", "accountant"),
+])
+def test_a_clause_the_speaker_shares_is_still_the_speaker_s(text: str, key: str,
+                                                            value: str) -> None:
+    assert _facts(text).get(key) == value, _facts(text)
+
+
+def test_a_duration_or_a_word_after_i_am_is_not_a_fact() -> None:
+    facts = _facts("I'm actually sober, 3 years in August!")
+    assert "work.role" not in facts and "location.home" not in facts, facts
+    assert list(_facts("我对芒果过敏！！")) == ["constraint.allergy:芒果"]
