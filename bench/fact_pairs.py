@@ -2,8 +2,9 @@
 (category, value) pairs the extraction keeps, on a labelled corpus written by writers the
 rules were never shown (``tests/data/facts``).
 
-The split was fixed before any row was read: ``DEV`` (twelve writers: w7 LoCoMo-style chat
-among friends, w14 voice notes, w15 group chat, and the nine added on 2026-12-04) is developed
+The split was fixed before any row was read: ``DEV`` (fifteen writers: w7 LoCoMo-style chat
+among friends, w14 voice notes, w15 group chat, the nine added on 2026-12-04 and w38-w40 on
+2026-12-05, read first as unseen writers by the reader then shipped) is developed
 on — its rows are also the packaged training rows of the learned reader
 (``strata/extract/fact_corpus``), so the default path's DEV figures are training figures and
 ``--lowo`` gives the honest ones (the reader fitted on the other DEV writers); ``HELD_OUT``

@@ -302,7 +302,10 @@ _JOB_WORD = re.compile(r"(?:er|or|ist|ian|ant|ent|eon|ee|man|woman|nurse|chef|co
 _NOT_JOB = re.compile(r"\b(?:owl|lover|fan|person|mess|wreck|beginner|member|owner|believer|"
                       r"sucker|loser|winner|mother|father|mom|dad|monster|disaster|hater|"
                       r"eater|drinker|sleeper|talker|thinker|worrier|introvert|extrovert|"
-                      r"nerves|bundle|total|huge|big|night|morning|people|dog|cat)\b", re.I)
+                      r"nerves|bundle|total|huge|big|night|morning|people|dog|cat|"
+                      # a one-off volunteer day, a place, a relative ("volunteer at a career
+                      # fair", "homeless shelter", "sister"): no job
+                      r"volunteer|shelter|center|centre|sister|brother|daughter|partner)\b", re.I)
 
 
 def is_job(value: str) -> bool:

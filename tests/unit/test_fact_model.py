@@ -208,6 +208,8 @@ def test_the_joint_tagger_is_gated_by_the_category_model() -> None:
     ("habit.every", "every", False),
     ("work.role", "homeless", False),   # "volunteering at a homeless shelter"
     ("work.role", "team", False),
+    ("work.role", "volunteer", False),  # "I got to volunteer at a career fair"
+    ("work.role", "homeless shelter", False),
     ("work.role", "assistant manager", True),
     ("work.role", "护士", True),
     ("habit.runs", "runs every morning", True),
