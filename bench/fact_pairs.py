@@ -70,7 +70,6 @@ DEV = ("w7_friends_chat", "w14_voice_notes", "w15_group_chat", "w19_dating_app",
        "w38_discord_gamers", "w39_parents_forum", "w40_catchup_friends")
 PREVIOUS_DEV = DEV[:3]  # the development writers before 2026-12-04's five
 EIGHT_DEV = DEV[:8]  # the development writers before 2026-12-04 evening's four (w28-w31)
-TWELVE_DEV = DEV[:12]  # the development writers before 2026-12-05's three (w38-w40)
 HELD_OUT = ("w8_assistant_user", "w9_mixed_registers")
 NEW_HELD_OUT = ("w16_forum",)
 # w24 written 2026-12-04 afternoon, read after that day's choices; w32 written with w28-w31

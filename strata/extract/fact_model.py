@@ -467,14 +467,12 @@ class LearnedFacts:
         scored.sort(key=lambda s: -s[0])
         return [text for _, text in scored[: self.most]]
 
-    def _recurs(self, stated: str) -> str | None:
-        return stated if self.recurs else None
-
     def read(self, stated: str, ruled: Sequence[tuple[str, str]]
              ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """``rules.FactReader``: the facts to add to the rules' and the rules' keys to drop."""
         prepared = self._prepare(stated)
         probs = self.categories(stated, prepared)
+        recurs = stated if self.recurs else None  # what a learned habit must say recurs
         found = {category_of(k, v) for k, v in ruled}
         dropped = frozenset(k for k, v in ruled if probs.get(category_of(k, v), 1.0) < self.veto)
         added: list[tuple[str, str]] = []
@@ -484,7 +482,7 @@ class LearnedFacts:
             for value in self.values(stated, category, prepared):
                 keyed = fact_key(category, value)
                 if (keyed and keyed[0] not in {k for k, _ in ruled}
-                        and _kept_value(*keyed, self._recurs(stated))):
+                        and _kept_value(*keyed, recurs)):
                     added.append(keyed)
         if self.joint:
             read = found | {category_of(k, v) for k, v in added}
@@ -495,7 +493,7 @@ class LearnedFacts:
                     continue
                 keyed = fact_key(category, value)
                 taken = {k for k, _ in [*ruled, *added]}
-                if keyed and keyed[0] not in taken and _kept_value(*keyed, self._recurs(stated)):
+                if keyed and keyed[0] not in taken and _kept_value(*keyed, recurs):
                     added.append(keyed)
                     read.add(category)
         return added, dropped

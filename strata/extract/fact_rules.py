@@ -328,7 +328,9 @@ def _work_value(key: str, value: str) -> str | None:
     if not key.startswith("work.") or key == "work.status":
         return value
     value = _WORK_LEAD.sub("", value).strip() or value
-    return None if _NOT_WORK.search(value) or _ORG_NOT.search(value) else value
+    if _NOT_WORK.search(value) or (key == "work.employer" and _ORG_NOT.search(value)):
+        return None  # staying home; a city is where, not whom, the speaker works for
+    return value
 
 
 def match_facts(sentence: str) -> list[FactMatch]:

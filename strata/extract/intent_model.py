@@ -56,55 +56,48 @@ __all__ = ["ARTIFACT", "ARTIFACT_BAR", "CONFIRM_CUE", "DOUBTED_BAR", "FORGET_CUE
 
 logger = logging.getLogger(__name__)
 TRAINING = Path(__file__).parent / "intent_corpus"  # the development writers' rows
-# what a forget says besides its target: remove / (not) keep / (not) mention / done with it,
-# and its scope; English words, Chinese characters and words
+# what a forget says besides its target, as words: removing (with the inflections and other
+# ways of saying it: scratch, scrub, take out, gone, a clean slate, start over), keeping and
+# mentioning (hang on to, come up), and being done with it; English words, then Chinese
+_KEEP_WORDS = (r"keep|kept|keeping|store|stored|storing|save|saved|saving|hold|holding|retain|"
+               r"record|records|recording|note|notes|file|files|log|logs|logging|track|tracking|"
+               r"remember|remembering|memory|memories|mention|mentioning|bring|raise|remind|"
+               r"follow|following|updates?|hang on to|hold on to|com(?:e|es|ing) up")
+_REMOVE_WORDS = (r"forget|forgot|delete|remove|erase|wipe|drop|clear|scrap|bin|ditch|toss|"
+                 r"get rid|lose|purge|discard|reset|unlearn|settled|resolved|sorted|over|"
+                 r"behind me|done|finished|moot|irrelevant|no longer|anymore|any more|never mind|"
+                 r"nevermind|ignore|disregard|deleting|removing|erasing|wiping|clearing|dropping|"
+                 r"un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|take (?:it|that|this|"
+                 r"them) (?:out|away|off)|gone|nothing stays|clean slate|fresh start|"
+                 r"start (?:fresh|over)")
+_ZH_KEEP = r"留|存|记|提|跟进|关注"
+_ZH_REMOVE = r"忘|删|清|抹|丢|扔|去掉|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都"
+# the words alone (what the target-span model reads a cue word by), "everything" and "all" too
 FORGET_CUE = re.compile(
-    r"(?i)\b(forget|forgot|delete|remove|erase|wipe|drop|clear|scrap|bin|ditch|toss|get rid|"
-    r"lose|purge|discard|reset|unlearn|keep|kept|store|stored|save|saved|hold|retain|record|"
-    r"records|note|notes|file|files|log|logs|track|tracking|remember|memory|memories|mention|"
-    r"mentioning|bring|raise|remind|follow|following|updates?|settled|resolved|sorted|over|"
-    r"behind me|done|finished|moot|irrelevant|no longer|anymore|any more|never mind|nevermind|"
-    r"ignore|disregard|everything|all|"
-    # the same meanings, inflected or said another way: removing (scratch, scrub, take out,
-    # gone), not keeping (un-save, hang on to, nothing stays, a clean slate, start over), letting
-    # go, and not mentioning (come up)
-    r"deleting|removing|erasing|wiping|clearing|dropping|keeping|storing|saving|holding|"
-    r"remembering|recording|logging|un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|"
-    r"let (?:it |that |this |them |him |her )?go|take (?:it|that|this|them) (?:out|away|off)|"
-    r"gone|hang on to|hold on to|nothing stays|clean slate|fresh start|start (?:fresh|over)|"
-    r"com(?:e|es|ing) up)\b"
-    r"|忘|删|清|抹|丢|扔|去掉|留|存|记|提|跟进|关注|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都")
+    r"(?i)\b(?:" + _REMOVE_WORDS + "|" + _KEEP_WORDS
+    + r"|let (?:it |that |this |them |him |her )?go|everything|all)\b"
+    r"|" + _ZH_REMOVE + "|" + _ZH_KEEP)
 
 # The gate a turn must pass before the model's forget counts (``CombinedIntents``'s ``cue``):
-# ``FORGET_CUE``'s words, but a word of keeping or mentioning ("keep", "note", "remember",
+# the words of removing, but a word of keeping or mentioning ("keep", "note", "remember",
 # "mention", "记", "存", "提") only when it is negated or said of the memory it leaves ("no
 # need to keep that", "take it off your notes", "别再提了", "莫记了") — "keep it up!", "keep in
-# mind …" and "记住 …" say the opposite of a forget. Written from the meanings; leave-one-
-# writer-out over the thirteen DEV writers (2026-12-05): see ``SHIPPED_FORGET_BAR``.
-_KEEPING = (r"keep|kept|keeping|store|stored|storing|save|saved|saving|hold|holding|retain|"
-            r"record|records|recording|note|notes|file|files|log|logs|logging|track|tracking|"
-            r"remember|remembering|memory|memories|mention|mentioning|bring|raise|remind|follow|"
-            r"following|updates?|reminded|reminding|need|needs|hang on to|hold on to|"
-            r"com(?:e|es|ing) up")
-_REMOVING = (r"forget|forgot|delete|remove|erase|wipe|drop|clear|scrap|bin|ditch|toss|get rid|"
-             r"lose|purge|discard|reset|unlearn|settled|resolved|sorted|over|behind me|done|"
-             r"finished|moot|irrelevant|no longer|anymore|any more|never mind|nevermind|ignore|"
-             r"disregard|deleting|removing|erasing|wiping|clearing|dropping|can go|closed|"
-             r"clean(?:ed)? out|un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|strike|nuke|"
-             r"let (?:[\w']+ ){0,4}go|take (?:it|that|this|them) "
-             r"(?:out|away|off)|gone|nothing stays|clean slate|fresh start|start (?:fresh|over)")
+# mind …" and "记住 …" say the opposite of a forget — and neither "everything" nor "all" alone;
+# with more ways of saying them ("can go", "chapter is closed", 放下, 当没听过, 撤回 …).
+# Written from the meanings; leave-one-writer-out over the thirteen DEV writers (2026-12-05):
+# see ``SHIPPED_FORGET_BAR``.
 _NOT = (r"don'?t|dont|do not|no need|not|never|stop|quit|no longer|nothing|no more|without|"
         r"needn'?t|shouldn'?t|won'?t|can'?t|didn'?t|doesn'?t|isn'?t|aren'?t|no")
-_ZH_KEEPING = r"留|存|记|提|跟进|关注"
 FORGET_SAID = re.compile(
-    r"(?i)\b(?:" + _REMOVING + r")\b"
-    r"|\b(?:" + _NOT + r")\b[^.!?]{0,40}?\b(?:" + _KEEPING + r")\b"
+    r"(?i)\b(?:" + _REMOVE_WORDS + r"|can go|closed|clean(?:ed)? out|strike|nuke|"
+    r"let (?:[\w']+ ){0,4}go)\b"
+    r"|\b(?:" + _NOT + r")\b[^.!?]{0,40}?\b(?:" + _KEEP_WORDS
+    + r"|reminded|reminding|need|needs)\b"
     r"|\b(?:from|off|out of) (?:your|the|my|ur) (?:notes|memory|memories|records|files|logs|"
     r"list|profile|head|brain)\b"
-    r"|忘|删|清|抹|丢|扔|去掉|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都|放下|"
-    r"没听过|没说过|撤回|重置|移除|作废|不要了|划掉"
+    r"|" + _ZH_REMOVE + r"|放下|没听过|没说过|撤回|重置|移除|作废|不要了|划掉"
     r"|(?:别|不要|不用|不必|无需|没必要|甭|不想|不需要|用不着|停止|取消|不许|不准|不该|莫|少)"
-    r"[^，。！？,.!?]{0,8}?(?:" + _ZH_KEEPING + r")")
+    r"[^，。！？,.!?]{0,8}?(?:" + _ZH_KEEP + r")")
 
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
 # the probability a label other than forget needs in the shipped reading; a change
