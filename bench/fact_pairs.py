@@ -2,16 +2,17 @@
 (category, value) pairs the extraction keeps, on a labelled corpus written by writers the
 rules were never shown (``tests/data/facts``).
 
-The split was fixed before any row was read: ``DEV`` (fifteen writers: w7 LoCoMo-style chat
-among friends, w14 voice notes, w15 group chat, the nine added on 2026-12-04 and w38-w40 on
-2026-12-05, read first as unseen writers by the reader then shipped) is developed
-on — its rows are also the packaged training rows of the learned reader
+The split was fixed before any row was read: ``DEV`` (sixteen writers: w7 LoCoMo-style chat
+among friends, w14 voice notes, w15 group chat, the nine added on 2026-12-04, w38-w40 on
+2026-12-05 and w43 on 2026-12-06, read first as unseen writers by the reader then shipped) is
+developed on — its rows are also the packaged training rows of the learned reader
 (``strata/extract/fact_corpus``), so the default path's DEV figures are training figures and
 ``--lowo`` gives the honest ones (the reader fitted on the other DEV writers); ``HELD_OUT``
 (w8 assistant-user, w9 mixed registers) is only ever read as aggregate figures;
 ``NEW_HELD_OUT`` (w16 forum) is read with ``--final``, and ``NEWEST_HELD_OUT`` (w24
-interviews, w32 long posts) with ``--newest``, after the choices are frozen. ``--errors``
-lists misses and false facts, and only for ``DEV`` rows.
+interviews, w32 long posts) with ``--newest`` and ``FRESH_HELD_OUT`` (w44 family chat) with
+``--fresh``, after the choices are frozen. ``--errors`` lists misses and false facts, and only
+for ``DEV`` rows.
 
 Each row is one turn of a speaker (``speaker``; the turns before it, ``previous``, are the
 context). Two extraction paths are measured on the same rows:
@@ -67,7 +68,7 @@ CORPUS = Path(__file__).parents[1] / "tests" / "data" / "facts"
 DEV = ("w7_friends_chat", "w14_voice_notes", "w15_group_chat", "w19_dating_app",
        "w20_support_chat", "w21_language_exchange", "w22_workplace_chat", "w23_family_group",
        "w28_travel_hostel", "w29_fitness_app", "w30_neighbourhood", "w31_assistant_user",
-       "w38_discord_gamers", "w39_parents_forum", "w40_catchup_friends")
+       "w38_discord_gamers", "w39_parents_forum", "w40_catchup_friends", "w43_reddit_threads")
 PREVIOUS_DEV = DEV[:3]  # the development writers before 2026-12-04's five
 EIGHT_DEV = DEV[:8]  # the development writers before 2026-12-04 evening's four (w28-w31)
 HELD_OUT = ("w8_assistant_user", "w9_mixed_registers")
@@ -75,6 +76,8 @@ NEW_HELD_OUT = ("w16_forum",)
 # w24 written 2026-12-04 afternoon, read after that day's choices; w32 written with w28-w31
 # (2026-12-04, evening), read once after the evening's choices
 NEWEST_HELD_OUT = ("w24_interviews", "w32_long_posts")
+# written with w43 (2026-12-06), read once after that session's choices (--fresh)
+FRESH_HELD_OUT = ("w44_whatsapp_family",)
 NEGATIVE_KINDS = ("advice", "question", "quote", "hypothetical", "other_person", "reminder",
                   "smalltalk", "sarcasm/joke", "sarcasm", "joke")
 
@@ -388,6 +391,8 @@ def main() -> None:
                         help="also the new held-out writer (w16): read once, at the end")
     parser.add_argument("--newest", action="store_true",
                         help="also the newest held-out writers (w24, w32): read after the choices")
+    parser.add_argument("--fresh", action="store_true",
+                        help="also the freshest held-out writer (w44): read after the choices")
     parser.add_argument("--locomo", type=Path, default=None,
                         help="a LoCoMo directory: count the facts each path keeps there")
     parser.add_argument("--sample", type=int, default=25)
@@ -418,6 +423,8 @@ def main() -> None:
         splits["new held-out"] = load(NEW_HELD_OUT)
     if args.newest:
         splits["newest held-out"] = load(NEWEST_HELD_OUT)
+    if args.fresh:
+        splits["fresh held-out"] = load(FRESH_HELD_OUT)
     for split, rows in splits.items():
         print(f"== {split} ({', '.join(sorted(Counter(r['writer'] for r in rows)))}; "
               f"{len(rows)} rows, {sum(len(r.get('facts') or []) for r in rows)} gold pairs)")

@@ -1,18 +1,18 @@
 """Intent detectors on writers they never saw (issue #36): rules, learned, learned+rules.
 
-The corpus has eighteen writers: the ``DEV`` thirteen ship with the package as the detector's
-training rows (``strata/extract/intent_corpus``), the ``HELD_OUT`` two, the ``NEW_WRITER`` and
-the ``NEWEST_WRITER`` two stay in the tests (``tests/data/intents``). The split was fixed
-before any tuning: ``DEV`` writers are developed on (leave-one-writer-out inside them picks
-the settings), ``HELD_OUT`` writers are read by detectors trained on ``DEV`` only;
-``NEW_WRITER`` and ``NEWEST_WRITER`` (added after the features and thresholds were frozen)
-are read in aggregate, at the end.
+The corpus has twenty writers: the ``DEV`` fourteen ship with the package as the detector's
+training rows (``strata/extract/intent_corpus``), the ``HELD_OUT`` two, the ``NEW_WRITER``,
+the ``NEWEST_WRITER`` two and the ``FRESH_WRITER`` stay in the tests (``tests/data/intents``).
+The split was fixed before any tuning: ``DEV`` writers are developed on (leave-one-writer-out
+inside them picks the settings), ``HELD_OUT`` writers are read by detectors trained on ``DEV``
+only; ``NEW_WRITER``, ``NEWEST_WRITER`` and ``FRESH_WRITER`` (added after the features and
+thresholds were frozen) are read in aggregate, at the end.
 Prints precision and recall per intent and language, and the added cost per turn. Columns:
 the rules; the learned model with the old features (character n-grams) and with the new
 (plus word n-grams), each with the rules as a second opinion on forget; "shipped", what the
 shards run (``packaged_detector``: new features, forget cue, per-label thresholds); and
-"shipped before", the same detector trained on the eleven DEV writers before w36 and w37, with
-the forget gate then (``FORGET_CUE``'s words, before ``FORGET_SAID``).
+"shipped before", the same detector trained on the thirteen DEV writers before w41 (what
+shipped on 2026-12-06 before w41 joined).
 
     .venv/bin/python bench/intents.py            # the held-out tables (and LOWO on DEV)
     .venv/bin/python bench/intents.py --dev-only # leave-one-writer-out inside DEV only
@@ -38,7 +38,6 @@ from strata.extract.intent_model import (
     ARTIFACT,
     ARTIFACT_BAR,
     DOUBTED_BAR,
-    FORGET_CUE,
     FORGET_SAID,
     INTENTS,
     LABEL_THRESHOLDS,
@@ -56,13 +55,15 @@ CORPUS = (Path(__file__).parents[1] / "strata" / "extract" / "intent_corpus",
           Path(__file__).parents[1] / "tests" / "data" / "intents")
 DEV = ("w1_terse", "w2_formal", "w3_mixed", "w4_elder", "w10_voice", "w11_coach", "w13_parent",
        "w25_gamer", "w26_smallbiz", "w33_developer", "w34_health_journal", "w36_night_nurse",
-       "w37_office_manager")
-PREVIOUS_DEV = DEV[:11]  # the development writers before w36 and w37 joined (2026-12-05)
+       "w37_office_manager", "w41_retired_engineer")
+PREVIOUS_DEV = DEV[:13]  # the development writers before w41 joined (2026-12-06)
 HELD_OUT = ("w5_friends", "w6_shopper")
 NEW_WRITER = ("w12_teen",)  # held out, and read only after the choices were frozen
 # held out: w27 written 2026-12-04 with w25/w26 and read after that afternoon's choices; w35
 # written with w33/w34 (2026-12-04, evening), read once after the evening's choices
 NEWEST_WRITER = ("w27_students_abroad", "w35_traveller")
+# held out: written with w41 (2026-12-06), read once, after that session's choices (--fresh)
+FRESH_WRITER = ("w42_startup_founder",)
 
 
 def load() -> list[dict[str, Any]]:
@@ -114,12 +115,11 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         "shipped": CombinedIntents(new, cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
                                    forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR,
                                    doubt=doubted, artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)}
-    if before and len(before) < len(train):  # the same, trained on the earlier writers only,
-        # with the gate and the bars then (the doubted bar 0.2, the artifact bar 0.4)
+    if before and len(before) < len(train):  # the same, trained on the earlier writers only
         out["shipped before"] = CombinedIntents(
-            LearnedIntents(before), cue=FORGET_CUE, thresholds=LABEL_THRESHOLDS,
-            forget_threshold=SHIPPED_FORGET_BAR, doubt=doubted, artifact=ARTIFACT,
-            artifact_bar=0.4)
+            LearnedIntents(before), cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
+            forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR, doubt=doubted,
+            artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)
     return out
 
 
@@ -239,6 +239,8 @@ def main() -> None:
                         help=f"do not read {NEW_WRITER} (it is read once, at the end)")
     parser.add_argument("--newest", action="store_true",
                         help=f"also read {NEWEST_WRITER} (once, after the choices)")
+    parser.add_argument("--fresh", action="store_true",
+                        help=f"also read {FRESH_WRITER} (once, after the choices)")
     args = parser.parse_args()
     rows = load()
     print(f"corpus: {len(rows)} rows, {Counter(r['writer'] for r in rows)}")
@@ -271,6 +273,8 @@ def main() -> None:
         new_writer(rows, fitted, NEW_WRITER)
     if args.newest:
         new_writer(rows, fitted, NEWEST_WRITER)
+    if args.fresh:
+        new_writer(rows, fitted, FRESH_WRITER)
 
 
 def new_writer(rows: Sequence[dict[str, Any]], fitted: dict[str, IntentDetector],

@@ -9,7 +9,8 @@ hypothetical are left out by the callers (``is_question``) and by ``_NOT_SPEAKER
 are the thing itself: a pet's name, the person's relation and name, the employer, the city.
 Keys: ``pet.<species>[:<name>]``, ``relationship.<relation>[:<name>]``, ``work.employer``,
 ``work.role``, ``location.home``, ``identity.origin``, ``language.<language>``,
-``goal:<what>``, ``health.<condition>``, ``constraint.diet``, ``identity.age``.
+``goal:<what>``, ``health.<condition>``, ``constraint.diet``; with ``status_rules`` (work, study,
+things, health) and ``identity_rules`` (name, age) called from here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from strata.extract.identity_rules import match_identity
 from strata.extract.status_rules import match_status
 
 __all__ = ["LifeFact", "match_life", "relation_of", "speakers_part", "species_of"]
@@ -318,11 +320,6 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
                 r"迷上了|爱上了|喜欢上了)(?P<verb>吃|喝|看|玩|听)?"
                 r"(?P<obj>[\u4e00-\u9fffA-Za-z]{1,8}?)(?=[，。！？；,.!?;]|$|了|的)"),
      _pref("like")),
-    # -- age --------------------------------------------------------------------------------
-    (re.compile(r"\bi(?:'m| am| just turned| turned) (?P<obj>[1-9]\d)\b(?!\s*(?:%|minutes|"
-                r"min|hours|mins|days|weeks|months|k\b|miles|km|pounds|lbs|kg|dollars|bucks))",
-                re.I), _fixed("identity.age")),
-    (re.compile(r"我(?:今年)?(?P<obj>[1-9]\d)(?:岁|了)"), _fixed("identity.age")),
 ]
 
 
@@ -335,7 +332,7 @@ def match_life(sentence: str) -> list[LifeFact]:
         for match in pattern.finditer(sentence):
             for key, value, change in build(match):
                 found.setdefault(key, (key, value, change))
-    for key, value, change in match_status(sentence):
+    for key, value, change in (*match_status(sentence), *match_identity(sentence)):
         found.setdefault(key, (key, value, change))
     return list(found.values())
 

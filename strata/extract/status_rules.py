@@ -1,5 +1,5 @@
 """What the speaker does and has (Chinese and English, issue #36): work, study, things they
-own, health, diet and their name, in the words people use for them in conversation and
+own, health and diet, in the words people use for them in conversation and
 with an assistant ("I work as a nurse at St. Mary's", "I'm a junior at Ohio State", "I drive
 an old Subaru", "I was diagnosed with asthma", "我在一家银行上班", "我是学计算机的").
 
@@ -7,7 +7,8 @@ Written from what each attribute is, not from the labelled sentences: a role is 
 a person who does something (``_ROLE``), a school names itself as one (University, College,
 大学, 学院 …), a condition has the shape of one (…itis, …osis, diabetes, 病, 症, 炎).
 Keys: ``work.employer``, ``work.role``, ``education.school``, ``education.field``,
-``possession.<thing>``, ``health.<condition>``, ``constraint.diet``, ``identity.name``.
+``possession.<thing>``, ``health.<condition>``, ``constraint.diet`` (the speaker's name:
+``identity_rules``).
 """
 
 from __future__ import annotations
@@ -63,15 +64,6 @@ _CONDITION = (r"(?P<obj>(?:type [12] |mild |severe |chronic |bad |early |seasona
 _NOT_CONDITION = re.compile(r"^(?:media|ia|trivia|pizzeria|cafeteria|criteria|california|"
                             r"ism|optimism|tourism|journalism|racism|mechanism|organism|"
                             r"capitalism|realism)$", re.I)
-_NOT_NAME = {"Sorry", "Fine", "Good", "Here", "Back", "Done", "Ok", "Okay", "Sure", "So",
-             "Just", "Not", "Still", "Also", "Really", "Very", "Home", "Tired", "Busy",
-             "Excited", "Happy", "Glad", "New", "Free", "Ready", "Late", "Off", "In", "On",
-             "Out", "Up", "Down", "Going", "Trying", "Thinking", "Looking", "Currently",
-             "Planning", "Working", "Living", "Moving", "Learning", "American", "British",
-             "Canadian", "Chinese", "Japanese", "Korean", "Indian", "Mexican", "French",
-             "German", "Italian", "Spanish", "Vegan", "Vegetarian", "Allergic"}
-
-
 def _put(key: str, group: str = "obj", change: bool = False) -> _Build:
     def build(match: re.Match[str]) -> Iterator[Fact]:
         value = (match.group(group) or "").strip(" ,.!?;:'\"，。！？")
@@ -103,12 +95,6 @@ def _owned(match: re.Match[str]) -> Iterator[Fact]:
     thing = match.group("thing").lower()
     described = (match.groupdict().get("desc") or "").strip()
     yield f"possession.{thing}", f"{described} {match.group('thing')}".strip(), False
-
-
-def _name(match: re.Match[str]) -> Iterator[Fact]:
-    name = match.group("obj")
-    if name not in _NOT_NAME:
-        yield "identity.name", name, False
 
 
 def _condition(match: re.Match[str]) -> Iterator[Fact]:
@@ -194,10 +180,6 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
      lambda m: iter([("constraint.diet", f"不吃{m.group('obj')}", False)])),
     (re.compile(r"我(?:是|一直|现在)?(?:在)?(?P<obj>吃素|素食者|清真|减肥|控糖|生酮|低碳水)"),
      _put("constraint.diet")),
-    # -- name --------------------------------------------------------------------------------
-    (re.compile(r"(?:^|[,.!]\s*)(?:hi|hey|hello)?[, ]*(?:i'm|i am|im|this is|name's|my name's)"
-                r" (?-i:(?P<obj>[A-Z][a-z]{1,15}))(?=\s*[,.!]|$| and | here\b)", re.I),
-     _name),
 ]
 
 
