@@ -32,16 +32,21 @@ import numpy.typing as npt
 
 from strata.stores.ports import Embedder, QueryEmbedding
 
-__all__ = ["MAX_STORED_TOKENS", "LateScorer", "QueryBatcher", "TokenCache", "TokenEmbedder",
-           "embed_queries", "late_scorer", "maxsim", "pack_tokens", "pooled_and_tokens",
-           "stored_maxima", "token_maxima", "unpack_tokens"]
+__all__ = ["MAX_PACKED_CHARS", "MAX_STORED_TOKENS", "LateScorer", "QueryBatcher", "TokenCache",
+           "TokenEmbedder", "embed_queries", "late_scorer", "maxsim", "pack_tokens",
+           "pooled_and_tokens", "stored_maxima", "stored_token_limit", "token_maxima",
+           "unpack_tokens"]
 
 # (query, texts) → for every text, the best similarity of each query token
 LateScorer = Callable[[str, Sequence[str]], list[list[float]]]
 
 # A memory's token vectors are stored with it (int8 per component, one float16 scale per
-# token, base64): ~515 characters a token, so the first 120 tokens fit a 64 KB text field.
+# token, base64) in the vector store's text field of MAX_PACKED_CHARS characters (Milvus's
+# VARCHAR limit, ``strata.stores.milvus.MAX_TEXT``): at 384 components (MiniLM) a token packs
+# to ~515 characters and the first 120 fit; at 768 (mpnet) one packs to ~1,027 and only 63
+# fit (``stored_token_limit``), or the store refuses the whole write.
 MAX_STORED_TOKENS = 120
+MAX_PACKED_CHARS = 65_535
 _HEADER = np.dtype("<u2")
 
 
@@ -206,11 +211,25 @@ class QueryBatcher:
             following.wake.set()  # not done: it leads the next batch
 
 
+def stored_token_limit(dim: int) -> int:
+    """How many of a text's first token vectors of ``dim`` components are stored: at most
+    ``MAX_STORED_TOKENS``, and no more than pack into ``MAX_PACKED_CHARS`` (a header, then
+    2 + ``dim`` bytes a token, base64). Without the second bound a 768-d model's longer
+    texts packed past the store's field, every write of their extraction job failed and the
+    job was retried until dropped (docs/benchmarks.md, "the mpnet row, third attempt")."""
+    budget = MAX_PACKED_CHARS // 4 * 3 - 2 * _HEADER.itemsize  # bytes under the base64
+    return max(0, min(MAX_STORED_TOKENS, budget // (2 + dim)))
+
+
 def pack_tokens(vectors: npt.NDArray[np.float32]) -> str:
     """A text's unit token vectors as a compact string: row count, per-row float16 scales,
-    then int8 components (each row scaled by its largest magnitude)."""
-    rows = np.asarray(vectors, dtype=np.float32)[:MAX_STORED_TOKENS]
-    if rows.ndim != 2 or not len(rows):
+    then int8 components (each row scaled by its largest magnitude); the first
+    ``stored_token_limit`` rows, so the string fits the store's field at any dimension."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.ndim != 2:
+        return ""
+    rows = rows[:stored_token_limit(rows.shape[1])]
+    if not len(rows):
         return ""
     scale = np.abs(rows).max(axis=1)
     scale = np.where(scale == 0, 1.0, scale).astype(np.float32)

@@ -10,7 +10,17 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from strata.recall.late import QueryBatcher, TokenCache, late_scorer, maxsim, token_maxima
+from strata.recall.late import (
+    MAX_PACKED_CHARS,
+    MAX_STORED_TOKENS,
+    QueryBatcher,
+    TokenCache,
+    late_scorer,
+    maxsim,
+    pack_tokens,
+    token_maxima,
+    unpack_tokens,
+)
 from strata.stores.embedders import HashEmbedder
 from strata.stores.ports import QueryEmbedding
 
@@ -159,3 +169,20 @@ def test_a_failed_pass_of_several_queries_leaves_the_batcher_working() -> None:
         batcher.embed_all(["ab", "abc"])
     fail[0] = False
     assert [e.vector for e in batcher.embed_all(["ab", "abc"])] == [[2.0], [3.0]]
+
+
+@pytest.mark.parametrize(("dim", "kept"), [(384, MAX_STORED_TOKENS), (768, 63), (1024, 47)])
+def test_packed_token_vectors_fit_the_stores_field_at_any_dimension(dim: int, kept: int) -> None:
+    """MiniLM's 384 components keep 120 tokens; mpnet's 768 packed 120 tokens into 123,208
+    characters, past Milvus's 65,535-character field, and its extraction jobs failed."""
+    rows = np.random.default_rng(dim).standard_normal((300, dim)).astype(np.float32)
+    packed = pack_tokens(rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    assert len(packed) <= MAX_PACKED_CHARS
+    stored, scale = unpack_tokens(packed)
+    assert stored.shape == (kept, dim) and len(scale) == kept
+
+
+def test_the_packed_limit_is_the_vector_stores_text_field() -> None:
+    from strata.stores.milvus import MAX_TEXT
+
+    assert MAX_PACKED_CHARS == MAX_TEXT

@@ -140,6 +140,7 @@ def test_no_test_patches_a_constructor() -> None:
 RECALL_LIMITS = {
     "strata.recall.expansion.MAX_STATEMENT_CHARS",  # the LLM's statements cut to this length
     "strata.recall.late.MAX_STORED_TOKENS",  # token vectors kept per memory, at write time
+    "strata.recall.late.MAX_PACKED_CHARS",  # the store's field their packed string must fit
 }
 
 
