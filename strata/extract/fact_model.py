@@ -45,7 +45,7 @@ import numpy as np
 from strata.extract.fact_keys import CATEGORIES, category_of, fact_key
 from strata.extract.fact_rules import is_job
 from strata.extract.fit_cache import cached_fit
-from strata.extract.life_rules import relation_of, species_of
+from strata.extract.life_rules import names_a_person, relation_of, species_of
 from strata.extract.rules import stated_text
 
 __all__ = ["TRAINING", "LearnedFacts", "packaged_reader", "training_rows", "value_units"]
@@ -84,13 +84,48 @@ _RECURS = re.compile(
     r"隔天|早晚|每逢|(?<![上这下本])(?:周[一二三四五六日末]|星期|礼拜)|雷打不动|坚持|戒|现在|最近")
 
 
-def _kept_value(key: str, value: str, stated: str | None = None) -> bool:
-    """A learned value worth a fact: not generic words alone, a role that names a job, and
-    (``stated``: the turn) a habit the turn says recurs."""
+# what says a place in the turn is not where the speaker lives now: where they come from,
+# were, study or dream of going ("born in Harbin", "buying a cottage in Cornwall", "老家"),
+# read in the words between the last word that places the speaker now (``_HOME_PIVOT``:
+# "but", "now", "living", "moved … to") and the place
+_NOT_HOME = re.compile(
+    r"(?i)\b(?:grew up|grow up|growing up|born|raised|from|originally|used to|studied|study|"
+    r"studying|dream|someday|one day|buy|buying|trip|visit|visiting|holiday|vacation|"
+    r"yesterday|last (?:week|month|year|summer)|after|tattoo|moved out of|left)\b|"
+    r"老家|出生|长大|以前|之前|原来|去年|上次|旅游|旅行|出差|想|打算|计划|读书|上学|回")
+_HOME_PIVOT = re.compile(
+    r"(?i)\b(?:but|now|been|live|lives|lived|living|based|settled|into|(?:moved|move|moving|"
+    r"relocated)(?: \S+){0,3}? to)\b|现在|目前|如今|住|搬到|搬去")
+
+
+def _clause_before(stated: str, value: str) -> str:
+    """The words of ``stated`` between the last break or ``_HOME_PIVOT`` before ``value`` and
+    the value (all of ``stated`` when the value is not found in it as said)."""
+    at = stated.lower().find(value.lower())
+    if at < 0:
+        return stated
+    return _HOME_PIVOT.split(_BREAK.split(stated[:at])[-1])[-1]
+
+
+def _kept_value(key: str, value: str, stated: str | None = None, recurs: bool = True) -> bool:
+    """A learned value worth a fact: not generic words alone, not one Chinese character
+    ("儿", "北"), a role that names a job, a person who is a relation ("朵朵" is a name, not
+    who she is to the speaker), and (``stated``: the turn) a habit the turn says recurs and
+    a home its clause does not say the speaker came from, left or dreams of (``recurs``:
+    whether the habit's check applies)."""
     words = [t.lower() for t in _TOKEN.findall(value)]
     if words and all(w in _GENERIC or w in _STOP for w in words):
         return False
-    if stated is not None and key.startswith("habit") and not _RECURS.search(stated):
+    if (len(value.strip()) == 1 and _CJK.match(value.strip()) and relation_of(value) is None
+            and species_of(value) is None):
+        return False
+    if key.startswith("relationship.") and not names_a_person(value):
+        return False
+    if (recurs and stated is not None and key.startswith("habit")
+            and not _RECURS.search(stated)):
+        return False
+    if (stated is not None and key == "location.home"
+            and _NOT_HOME.search(_clause_before(stated, value))):
         return False
     return not (key == "work.role" and not is_job(value))
 
@@ -472,7 +507,6 @@ class LearnedFacts:
         """``rules.FactReader``: the facts to add to the rules' and the rules' keys to drop."""
         prepared = self._prepare(stated)
         probs = self.categories(stated, prepared)
-        recurs = stated if self.recurs else None  # what a learned habit must say recurs
         found = {category_of(k, v) for k, v in ruled}
         dropped = frozenset(k for k, v in ruled if probs.get(category_of(k, v), 1.0) < self.veto)
         added: list[tuple[str, str]] = []
@@ -482,7 +516,7 @@ class LearnedFacts:
             for value in self.values(stated, category, prepared):
                 keyed = fact_key(category, value)
                 if (keyed and keyed[0] not in {k for k, _ in ruled}
-                        and _kept_value(*keyed, recurs)):
+                        and _kept_value(*keyed, stated, self.recurs)):
                     added.append(keyed)
         if self.joint:
             read = found | {category_of(k, v) for k, v in added}
@@ -493,7 +527,7 @@ class LearnedFacts:
                     continue
                 keyed = fact_key(category, value)
                 taken = {k for k, _ in [*ruled, *added]}
-                if keyed and keyed[0] not in taken and _kept_value(*keyed, recurs):
+                if keyed and keyed[0] not in taken and _kept_value(*keyed, stated, self.recurs):
                     added.append(keyed)
                     read.add(category)
         return added, dropped

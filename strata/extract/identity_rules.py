@@ -120,7 +120,7 @@ _EN_AGE = [
 _SOME_DAY = re.compile(r"\b(?:before|by the time|until|till|til|when|once|by|after|if)\s*$", re.I)
 _ZH_BOUND = r"(?=[^\w\u4e00-\u9fff]|$)"  # punctuation, a space, an emoji or the end
 _ZH_END = r"(?:岁|周岁|了(?!解|吗|么|吧)|" + _ZH_BOUND + r")"
-_ZH_AGE = [
+_ZH_AGE_RULES = [
     # "我今年六十八了", "我22，", "我都45了", "我才23", "我今年四十六，"
     re.compile(r"我(?:今年|都|才|已经|也|马上|快|刚满?|过了年就)?(?:已经|快|都)?" + _ZH_AGE
                + _ZH_END),
@@ -189,7 +189,7 @@ def _zh_name(sentence: str) -> str | None:
         before = "".join(w.word for w in words[:i])
         introduced = not before.strip() or _ZH_GREETING.search(before)
         if flag.startswith("nr") or (introduced and flag not in _ZH_NOT_NAME_TAGS):
-            return word
+            return str(word)
         return None
     return None
 
@@ -199,11 +199,11 @@ def match_identity(sentence: str) -> Iterator[Fact]:
     name: str | None = None
     age: int | None = None
     if re.search(r"[\u4e00-\u9fff]", sentence):
-        for pattern in _ZH_AGE:
-            if (m := pattern.search(sentence)) and age is None:
+        for zh_rule in _ZH_AGE_RULES:
+            if (m := zh_rule.search(sentence)) and age is None:
                 age = zh_number(m.group("age"))
-        for pattern in (_ZH_NAME_CALLED, _ZH_NAME_LATIN, _ZH_FULL_NAME):
-            if (m := pattern.search(sentence)) and name is None:
+        for zh_rule in (_ZH_NAME_CALLED, _ZH_NAME_LATIN, _ZH_FULL_NAME):
+            if (m := zh_rule.search(sentence)) and name is None:
                 name = m.group("name")
         if name is None and "我是" in sentence:
             name = _zh_name(sentence)

@@ -69,9 +69,14 @@ _REMOVE_WORDS = (r"forget|forgot|delete|remove|erase|wipe|drop|clear|scrap|bin|d
                  r"nevermind|ignore|disregard|deleting|removing|erasing|wiping|clearing|dropping|"
                  r"un-?(?:save|remember|learn|track)\w*|scratch|scrub\w*|take (?:it|that|this|"
                  r"them) (?:out|away|off)|gone|nothing stays|clean slate|fresh start|"
-                 r"start (?:fresh|over)")
+                 r"start (?:fresh|over)|deleted|removed|erased|wiped|cleared|dropped|purged|"
+                 r"binned|ditched|tossed|scrapped|discarded|forgotten|forgetting|chuck|chucked|"
+                 r"take out|taken out|throw (?:it |that |this |them )?(?:out|away)|"
+                 r"leave (?:it|that|this|them|him|her) out")
 _ZH_KEEP = r"留|存|记|提|跟进|关注"
-_ZH_REMOVE = r"忘|删|清|抹|丢|扔|去掉|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都"
+_ZH_REMOVE = r"忘|删|清|抹|丢|扔|去掉|撤|算了|翻篇|过去|结束|解决|搞定|不再|所有|全部|一切|什么都"
+# more ways of keeping tabs on something, read only when negated ("别再盯着", "别念叨了")
+_ZH_WATCH = r"跟|盯|追踪|跟踪|念叨|管|出现|看到|剩|bring up|提起"
 # the words alone (what the target-span model reads a cue word by), "everything" and "all" too
 FORGET_CUE = re.compile(
     r"(?i)\b(?:" + _REMOVE_WORDS + "|" + _KEEP_WORDS
@@ -96,8 +101,9 @@ FORGET_SAID = re.compile(
     r"|\b(?:from|off|out of) (?:your|the|my|ur) (?:notes|memory|memories|records|files|logs|"
     r"list|profile|head|brain)\b"
     r"|" + _ZH_REMOVE + r"|放下|没听过|没说过|撤回|重置|移除|作废|不要了|划掉"
+    r"|当[^，。！？,.!?]{0,4}?(?:没|从没|从来没|未)(?:说|讲|提|发生|认识|听)"
     r"|(?:别|不要|不用|不必|无需|没必要|甭|不想|不需要|用不着|停止|取消|不许|不准|不该|莫|少)"
-    r"[^，。！？,.!?]{0,8}?(?:" + _ZH_KEEP + r")")
+    r"[^，。！？,.!?]{0,8}?(?:" + _ZH_KEEP + "|" + _ZH_WATCH + r")")
 
 INTENTS = ("forget", "change", "remember", "confirm", "habit", "event", "none")
 # the probability a label other than forget needs in the shipped reading; a change

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from strata.extract.identity_rules import match_identity
 from strata.extract.status_rules import match_status
 
-__all__ = ["LifeFact", "match_life", "relation_of", "speakers_part", "species_of"]
+__all__ = ["LifeFact", "match_life", "names_a_person", "relation_of", "speakers_part",
+           "species_of"]
 
 LifeFact = tuple[str, str, bool]  # key, value, whether the sentence states a change
 
@@ -349,3 +350,14 @@ def relation_of(text: str) -> str | None:
     low = text.lower()
     found = re.search(rf"\b(?:{_EN_REL})\b", low) or re.search(_ZH_REL, text)
     return _RELATIONS[found.group(0)] if found else None
+
+
+_PERSON = re.compile(r"\b(?:" + _OTHER_PEOPLE_EN + r"|fiancee?|sil|mil|fil|bil|dh|dd|ds|"
+                     r"grandkids?|grandchildren|stepmom|stepdad|godmother|godfather|pals?|"
+                     r"bff|mates)\b|" + _OTHER_PEOPLE_ZH + r"|老伴|侄|外甥|孙", re.I)
+
+
+def names_a_person(text: str) -> bool:
+    """Whether ``text`` names someone by who they are to the speaker ("sister Rosa", "my
+    friend Leah", "老伴", "同事"): a relation or another person in the speaker's life."""
+    return relation_of(text) is not None or bool(_PERSON.search(text))

@@ -29,13 +29,28 @@ _ROLE_WORD = (r"(?:[a-z-]+(?:er|or|ist|ian|ant|ent|eon|ee|man|woman)|nurse|chef|
               r"tutor|intern|resident|freelancer|teacher|professor|lecturer|scientist|"
               r"librarian|pharmacist|therapist|dentist|surgeon|attorney|paralegal|"
               r"accountant|architect|mechanic|electrician|plumber|carpenter|firefighter|"
-              r"cop|detective|nanny|realtor|cashier|waitress|bartender|sommelier|artist)")
+              r"cop|detective|nanny|realtor|cashier|waitress|bartender|sommelier|artist|midwife|"
+              r"physio|paramedic|carer|postdoc)")
 _ROLE = (r"(?P<obj>(?:(?:senior|junior|lead|head|staff|principal|assistant|chief|"
          r"freelance|full-time|part-time|self-employed|registered|high school|middle school|"
          r"elementary school|software|data|product|project|graphic|ux|ui|web|civil|"
          r"mechanical|marketing|sales|account|social|dental|medical|research|lab|"
          r"kindergarten|math|science|english|history|music|art|pe|er|icu|"
          r"[a-z]+ grade)[ -])*" + _ROLE_WORD + r")")
+# the names of jobs a sentence may start with ("Firefighter in Phoenix."): a list, since a
+# capitalised word of a job's shape opens many sentences ("Whatever", "Remember", "Together")
+_OCCUPATION = (r"(?:nurse|doctor|gp|surgeon|dentist|vet|pharmacist|paramedic|midwife|physio|"
+               r"physiotherapist|therapist|psychologist|counsellor|counselor|teacher|lecturer|"
+               r"professor|tutor|engineer|developer|dev|programmer|designer|architect|"
+               r"accountant|lawyer|solicitor|barrister|paralegal|chef|cook|baker|barista|"
+               r"bartender|waiter|waitress|firefighter|police officer|cop|soldier|pilot|"
+               r"driver|mechanic|electrician|plumber|carpenter|builder|farmer|gardener|"
+               r"cleaner|nanny|journalist|writer|editor|photographer|artist|illustrator|"
+               r"musician|actor|dancer|scientist|researcher|postdoc|analyst|consultant|"
+               r"manager|recruiter|librarian|student|intern|paramedic|radiographer|"
+               r"optometrist|hairdresser|barber|realtor|estate agent|copywriter|translator|"
+               r"social worker|carer|caregiver|receptionist|cashier|courier|surveyor|"
+               r"economist|actuary|banker|trader|marketer|entrepreneur|founder)")
 _NOT_ROLE = re.compile(r"\b(?:junior|senior|major|minor|sophomore|freshman|lover|fan|owner|"
                        r"beginner|member|believer|sucker|loser|winner|"
                        r"hater|eater|drinker|sleeper|talker|thinker|worrier|introvert|"
@@ -130,6 +145,35 @@ _RULES: list[tuple[re.Pattern[str], _Build]] = [
                 r"(?:经理|工程师|老师|教师|医生|护士|律师|会计|设计师|程序员|司机|厨师|销售|编辑|记者|"
                 r"作家|主管|总监|客服|公务员|警察|店员|助理|研究员|博士后|实习生|产品经理|运营|"
                 r"教授|保安|快递员|外卖员|自由职业者|全职妈妈|全职太太))(?=[，,。！？]|$|了|，)"),
+     _put("work.role")),
+    # "as a pediatrician I'm…", "As a nurse, I…": the speaker's job in passing
+    (re.compile(r"(?:^|[,.;!]\s*|\b(?:and|but|so)\s+)as (?:a|an) " + _ROLE
+                + r"(?=,?\s+(?:i|i'm|i've|i'd|myself|my)\b)", re.I), _role),
+    # "Firefighter in Phoenix.", "paediatric physio in Bristol", "Backend engineer, ex-Shopify"
+    # at a sentence's start or after an introduction ("Marcus here.", "Maya, 29,")
+    (re.compile(r"(?:^\W*|\b(?:here|[1-9]\d)\s*[,.]\s*)(?:an? )?(?P<obj>(?:[a-z-]+ ){0,2}?"
+                + _OCCUPATION + r")(?=\s+(?:in|at|from)\s+(?-i:[A-Z])|\s*,\s*ex-)", re.I),
+     _role),
+    # "I teach Year 4", "I'm teaching eighth grade science this year"
+    (re.compile(r"\bi(?:'m| am)? (?:now |currently |still )?teach(?:ing)? (?!at\b|in\b|(?:him|her|"
+                r"them|my|you|your|it|myself|people|kids|students|how)\b)(?P<obj>[\w ]{2,30}?)"
+                r"(?=\s+(?:at|in|this|now|to|for|and)\b|\s*[,.!;)]|$)", re.I),
+     lambda m: iter([("work.role", f"{m.group('obj').strip()} teacher", False)])),
+    # "I drive long haul", "I drive a cab", "I drive for Uber"
+    (re.compile(r"\bi (?:now |still )?drive (?P<obj>long[- ]haul|(?:a|an) (?:taxi|cab|truck|lorry|"
+                r"bus|forklift|delivery van|ambulance)|for (?:uber|lyft|deliveroo|a living))\b",
+                re.I), lambda m: iter([("work.role", f"{m.group('obj')} driver", False)])),
+    (re.compile(r"(?:我|^|[，,]\s*)(?:是)?开(?P<obj>出租车?|的士|滴滴|网约车|大货车|货车|公交车?|大巴|卡车)(?:的|[，,。]|$)"),
+     lambda m: iter([("work.role", f"{m.group('obj').rstrip('车')}车司机", False)])),
+    # "在广州一所小学教语文" → 语文老师
+    (re.compile(r"(?:我|^)[^，。！？]{0,16}?(?<!请)教(?P<obj>语文|数学|英语|物理|化学|生物|历史|地理|政治|"
+                r"音乐|美术|体育|法语|日语|德语|中文|汉语|钢琴|舞蹈|书法|编程|瑜伽)(?=[，,。！]|$|的|了|，)"),
+     lambda m: iter([("work.role", f"{m.group('obj')}老师", False)])),
+    # "现在做自由插画师", "转行当律师", "本人小学语文老师"
+    (re.compile(r"(?:现在|目前|如今|转行|转去|改行|本人)(?:在|是)?(?:做|当|干)?(?P<obj>[\u4e00-\u9fffA-Za-z]"
+                r"{0,6}?(?:经理|工程师|老师|教师|医生|护士|律师|会计|设计师|插画师|摄影师|程序员|司机|"
+                r"厨师|编辑|记者|作家|主管|总监|空乘|HR|运营|销售|客服|咨询师|分析师|策划))"
+                r"(?=[，,。！？]|$|了|，|的)"),
      _put("work.role")),
     # -- education ---------------------------------------------------------------------------
     (re.compile(r"\b(?:i(?:'m| am) (?:studying|majoring in|doing (?:a|my) (?:degree|"

@@ -236,3 +236,37 @@ def test_a_learned_habit_needs_the_turn_to_say_it_recurs(value: str, stated: str
 
     assert _kept_value(f"habit.{value}", value, stated) is kept
     assert _kept_value(f"like:{value}", value, stated)  # only a habit must recur
+
+
+@pytest.mark.parametrize(("key", "value", "kept"), [
+    ("relationship.朵朵", "朵朵", False),         # a name, not who she is to the speaker
+    ("relationship.儿", "儿", False),             # one character the tagger cut
+    ("location.home", "北", False),
+    ("relationship.妈妈", "妈", True),            # a relation said in one character
+    ("relationship.sister:rosa", "sister Rosa", True),
+    ("relationship.friend", "Aylin", False),
+    ("relationship.friend:leah", "friend Leah", True),
+    ("relationship.老伴", "老伴儿", True),
+])
+def test_a_learned_person_is_a_relation_and_one_character_is_no_value(
+        key: str, value: str, kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value(key, value) is kept
+
+
+@pytest.mark.parametrize(("value", "stated", "kept"), [
+    ("Harbin", "Born in Harbin so very cold place, now Shenzhen too hot for me", False),
+    ("Cornwall", "If the book sells I'm buying a cottage in Cornwall.", False),
+    ("Delft", "studied architecture in Delft, now I design kitchens", False),
+    ("Mexico City", "just moved to Medellín after 3 years in Mexico City", False),
+    ("Austin", "I'm from Monterrey but I live in Austin now", True),
+    ("Denver", "moved from Phoenix to Denver last month", True),
+    ("Melbourne", "born and raised in Cork but been in Melbourne 6 years now", True),
+    ("黄山", "我老家是安徽黄山的，上大学才来的杭州。", False),
+])
+def test_a_learned_home_is_not_where_the_speaker_comes_from_or_was(value: str, stated: str,
+                                                                   kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value("location.home", value, stated) is kept

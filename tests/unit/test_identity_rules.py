@@ -72,3 +72,33 @@ def test_the_extractor_keeps_the_introduction_as_facts() -> None:
     facts = {c.key: c.value for c in RuleExtractor().extract([turn]) if c.key}
     assert facts.get("identity.name") == "Farah"
     assert facts.get("identity.age") == "27"
+
+
+@pytest.mark.parametrize(("text", "role"), [
+    ("as a midwife I've seen worse", "midwife"),
+    ("Electrician in Cardiff. Two kids, one dog.", "Electrician"),
+    ("Hi all, Jess here. Data analyst, ex-Deloitte.", "Data analyst"),
+    ("I teach Year 6 at a school in Hull", "Year 6 teacher"),
+    ("I'm teaching seventh grade maths this year", "seventh grade maths teacher"),
+    ("I drive a cab nights", "a cab driver"),
+    ("我是老李，开出租的，干了二十年", "出租车司机"),
+    ("我在杭州一所中学教数学", "数学老师"),
+    ("现在做自由摄影师，挺自在", "自由摄影师"),
+])
+def test_a_job_said_in_passing_is_the_speakers_role(text: str, role: str) -> None:
+    from strata.extract.status_rules import match_status
+
+    assert ("work.role", role, False) in match_status(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Whatever in Paris is fine by me",
+    "Remember in March we went to the coast?",
+    "I teach kids to swim on Sundays, just for fun",
+    "他开出租的，挺辛苦",
+    "能请教语文问题吗",
+])
+def test_what_only_looks_like_a_job(text: str) -> None:
+    from strata.extract.status_rules import match_status
+
+    assert not [f for f in match_status(text) if f[0] == "work.role"]

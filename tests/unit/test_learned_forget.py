@@ -108,8 +108,16 @@ def test_a_word_of_keeping_gates_a_forget_only_when_it_is_negated() -> None:
     for text in ("no need to keep that anymore", "please strike it from your notes",
                  "don't mention my ex again", "I'd rather you didn't hold on to that",
                  "Everything regarding Jonathan from procurement can go.", "别再提了",
-                 "离婚的事 一个字都莫再提了", "那句你就当没听过吧", "删了吧"):
+                 "离婚的事 一个字都莫再提了", "那句你就当没听过吧", "删了吧",
+                 # a removal said in the past participle, thrown out, left out; Chinese ways
+                 # of keeping tabs, negated; "as if never said"
+                 "I'd like my old address deleted, please", "the gym stuff, throw it out",
+                 "leave that out from now on", "别再盯着我体重了", "以后别念叨这事了",
+                 "就当我没说", "预算那条撤掉吧"):
         assert FORGET_SAID.search(text), text
+    # a negated word of watching is no forget without the negation
+    for text in ("帮我盯着点这个价格", "记得跟进一下报销"):
+        assert not FORGET_SAID.search(text), text
 
 
 def test_the_packaged_detector_reads_chinese_forgets_too() -> None:
