@@ -84,6 +84,9 @@ _RECURS = re.compile(
     r"隔天|早晚|每逢|(?<![上这下本])(?:周[一二三四五六日末]|星期|礼拜)|雷打不动|坚持|戒|现在|最近")
 
 
+# a Chinese value that only says when ("每天早上", "每周六", "周末下班")
+_ZH_WHEN_ONLY = re.compile(r"(?:每|天|日|周|星期|礼拜|早上|晚上|中午|下午|上午|凌晨|傍晚|夜里|年|"
+                           r"月|末|[一二三四五六七日天]|都|个|次|下班|上班|后|前)+")
 # what says a place in the turn is not where the speaker lives now: where they come from,
 # were, study or dream of going ("born in Harbin", "buying a cottage in Cornwall", "老家"),
 # read in the words between the last word that places the speaker now (``_HOME_PIVOT``:
@@ -116,6 +119,8 @@ def _kept_value(key: str, value: str, stated: str | None = None, recurs: bool = 
     words = [t.lower() for t in _TOKEN.findall(value)]
     if words and all(w in _GENERIC or w in _STOP for w in words):
         return False
+    if _ZH_WHEN_ONLY.fullmatch(value.strip()):
+        return False  # "每天早上", "每周六": when, not what
     if (len(value.strip()) == 1 and _CJK.match(value.strip()) and relation_of(value) is None
             and species_of(value) is None):
         return False

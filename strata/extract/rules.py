@@ -58,6 +58,10 @@ _QUOTED = re.compile(r"(?:said|says|say|told me|tells me|asked|asks|goes|went|wa
 _HYPOTHETICAL = re.compile(r"\b(?:if (?:i|we|only)|what if|i wish|wish i|imagine|in another life|"
                            r"i(?:'d| would) (?:be|have|live|move|buy|quit|become|probably|"
                            r"totally|definitely))\b|要是|如果|假如|假设|的话|想象一下|但愿", re.I)
+# a request to be reminded states nothing of the speaker ("remind me to buy nappies", "提醒我
+#周末去买纸尿裤"): neither a habit nor a goal
+_REMINDER = re.compile(r"\b(?:remind (?:me|us)|set (?:a |an )?reminder|reminder (?:to|for))\b|"
+                       r"提醒(?:我|自己|一下)|设个?提醒|定个闹钟", re.I)
 # a liking said with an eye-roll is its opposite ("I just LOVE being on hold 🙄")
 _SARCASM = re.compile(r"[\U0001F644\U0001F643]|\b(?:yeah right|/s)\b|\bjust (?-i:LOVE)\b|"
                       r"(?:太快乐了|真是太好了|可真行)", re.I)
@@ -155,13 +159,13 @@ class FactReader(Protocol):
 
 def stated_text(text: str) -> str:
     """What a turn states of its speaker, as the rules read it: its sentences without
-    questions, hypotheticals, forget requests or quoted words, tag questions taken off, and
+    questions, hypotheticals, reminder requests, forget requests or quoted words, tag questions taken off, and
     a clause about someone else cut to who it is about (``speakers_part``)."""
     kept = []
     for sentence in split_sentences(text):
         sentence = speakers_part(_QUOTED.sub(" ", stated_part(sentence))).strip()
         if (not sentence or is_question(sentence) or _HYPOTHETICAL.search(sentence)
-                or find_forget(sentence) is not None):
+                or _REMINDER.search(sentence) or find_forget(sentence) is not None):
             continue
         kept.append(sentence)
     return " ".join(kept)
@@ -215,7 +219,7 @@ class RuleExtractor:
         sarcastic = bool(_SARCASM.search(turn.content))
         for sentence in split_sentences(turn.content):
             sentence = _QUOTED.sub(" ", stated_part(sentence))
-            if is_question(sentence):
+            if is_question(sentence) or _REMINDER.search(sentence):
                 continue  # a question states nothing ("what's a book you remember?")
             if intent is Intent.FORGET and find_forget(sentence) is not None:
                 continue  # "forget that I live in Boston" states nothing either

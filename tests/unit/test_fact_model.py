@@ -270,3 +270,19 @@ def test_a_learned_home_is_not_where_the_speaker_comes_from_or_was(value: str, s
     from strata.extract.fact_model import _kept_value
 
     assert _kept_value("location.home", value, stated) is kept
+
+
+@pytest.mark.parametrize("value", ["每天早上", "每周六", "周末下班"])
+def test_a_learned_chinese_value_that_only_says_when_is_no_value(value: str) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert not _kept_value(f"habit.{value}", value, "我每天都这样")
+
+
+def test_a_reminder_request_states_no_habit() -> None:
+    assert stated_text("提醒我周末去买纸尿裤") == ""
+    assert stated_text("Remind me to book the flu jab next week. I run every Sunday.") \
+        == "I run every Sunday."
+    turn = Turn(turn_id="t", session_id="s", user_id="u", role=Role.USER,
+                content="remind me to go swimming every Saturday")
+    assert not [c for c in RuleExtractor().extract([turn]) if (c.key or "").startswith("habit")]
