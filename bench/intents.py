@@ -115,7 +115,8 @@ def detectors(train: Sequence[dict[str, Any]]) -> dict[str, IntentDetector]:
         "shipped": CombinedIntents(new, cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
                                    forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR,
                                    doubt=doubted, artifact=ARTIFACT, artifact_bar=ARTIFACT_BAR)}
-    if before and len(before) < len(train):  # the same, trained on the earlier writers only
+    if before:  # the same, trained on the earlier writers only (in a LOWO fold that leaves
+        # out a newer writer, the same rows as "shipped": every fold has every column)
         out["shipped before"] = CombinedIntents(
             LearnedIntents(before), cue=FORGET_SAID, thresholds=LABEL_THRESHOLDS,
             forget_threshold=SHIPPED_FORGET_BAR, rule_backed=DOUBTED_BAR, doubt=doubted,
