@@ -61,7 +61,7 @@ _BREAK = re.compile(r"[.!?;:,，。！？；：、…]")
 # words a value does not start or end with: determiners and fillers the tagger may take in
 _EDGE = {"those", "these", "this", "that", "some", "any", "even", "just", "so", "very",
          "really", "also", "the", "a", "an", "my", "our", "and", "of", "with", "for", "to",
-         "in", "at", "on"}
+         "in", "at", "on", "who", "whom", "whose", "which"}
 _BRIDGE = {"of", "at", "in", "on", "and", "for", "the", "'s", "&", "de", "with", "a"}
 # words that are never a value alone: times, frequencies, vague nouns ("every", "day", "team")
 _GENERIC = {"day", "days", "daily", "every", "each", "week", "weeks", "weekend", "weekends",
@@ -101,6 +101,12 @@ _HOME_PIVOT = re.compile(
     r"relocated)(?: \S+){0,3}? to)\b|现在|目前|如今|住|搬到|搬去")
 
 
+# what says a language is wished for, not spoken or learnt
+_WISHED = re.compile(r"(?i)\b(?:wanted to|want to|wanna|would like to|'d like to|would love to|"
+                     r"'d love to|hope to|hoping to|plan to|planning to|someday|one day|dream)\b|"
+                     r"想学|打算学|计划学|希望|梦想|有机会")
+
+
 def _clause_before(stated: str, value: str) -> str:
     """The words of ``stated`` between the last break or ``_HOME_PIVOT`` before ``value`` and
     the value (all of ``stated`` when the value is not found in it as said)."""
@@ -129,6 +135,9 @@ def _kept_value(key: str, value: str, stated: str | None = None, recurs: bool = 
     if (recurs and stated is not None and key.startswith("habit")
             and not _RECURS.search(stated)):
         return False
+    if (stated is not None and key.startswith("language.")
+            and _WISHED.search(_clause_before(stated, value))):
+        return False  # "I've always wanted to learn Spanish": a wish, not a language
     if (stated is not None and key == "location.home"
             and _NOT_HOME.search(_clause_before(stated, value))):
         return False

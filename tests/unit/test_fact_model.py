@@ -286,3 +286,16 @@ def test_a_reminder_request_states_no_habit() -> None:
     turn = Turn(turn_id="t", session_id="s", user_id="u", role=Role.USER,
                 content="remind me to go swimming every Saturday")
     assert not [c for c in RuleExtractor().extract([turn]) if (c.key or "").startswith("habit")]
+
+
+@pytest.mark.parametrize(("value", "stated", "kept"), [
+    ("Spanish", "I've always wanted to learn Spanish", False),
+    ("日语", "我一直想学日语，有机会去日本", False),
+    ("Spanish", "I started learning Spanish in January", True),
+    ("日语", "我在学日语", True),
+])
+def test_a_learned_language_is_not_one_the_speaker_only_wishes_for(value: str, stated: str,
+                                                                  kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value(f"language.{value.lower()}", value, stated) is kept
