@@ -124,9 +124,10 @@ _ZH_AGE_RULES = [
     # "我今年六十八了", "我22，", "我都45了", "我才23", "我今年四十六，"
     re.compile(r"我(?:今年|都|才|已经|也|马上|快|刚满?|过了年就)?(?:已经|快|都)?" + _ZH_AGE
                + _ZH_END),
-    # "今年28，在深圳", "28岁，在深圳做产品" at a clause's start
+    # "今年28，在深圳" at a clause's start
     re.compile(r"(?:^|[，,。！!]\s*)(?:今年|本人)" + _ZH_AGE + _ZH_END),
-    re.compile(r"(?:^|[，,。！!]\s*)" + _ZH_AGE + r"(?:岁|了)(?=[^\w\u4e00-\u9fff]|$|了)"),
+    # "28岁，在深圳做产品", "重庆妹子，31了" at a clause's start
+    re.compile(r"(?:^|[，,。！!]\s*)" + _ZH_AGE + r"(?:岁|了)(?:了|" + _ZH_BOUND + r")"),
 ]
 _ZH_NAME_CALLED = re.compile(r"叫我(?!一)(?P<name>[\u4e00-\u9fffA-Za-z]{1,6}?)"
                              r"(?:就好|就行|就可以|好了|吧|就成)")
@@ -136,8 +137,6 @@ _ZH_FULL_NAME = re.compile(r"我姓[\u4e00-\u9fff][，,]\s*(?P<name>[\u4e00-\u9f
 # what jieba may tag as a name after 我是 but is a relation or a role ("宝妈", "二姑")
 _ZH_NOT_NAME = re.compile(r"(?:妈|爸|姐|哥|弟|妹|姑|姨|叔|舅|婶|奶|爷|婆|公|嫂|娘|师|生|员|长|"
                           r"人|家|民|友|粉|迷|控|党|狗|族)$")
-
-
 # words for a kind of person that fill 我是 's place ("我是吃货，")
 _ZH_KINDS = frozenset({"吃货", "社恐", "社牛", "路痴", "新手", "小白", "菜鸟", "打工人", "上班族",
                        "学渣", "学霸", "宅男", "宅女", "单身狗", "独生女", "独生子", "北漂", "沪漂",
