@@ -135,6 +135,10 @@ def _kept_value(key: str, value: str, stated: str | None = None, recurs: bool = 
     if (recurs and stated is not None and key.startswith("habit")
             and not _RECURS.search(stated)):
         return False
+    if key.startswith("goal") and value.isascii() and not any(
+            w.isalpha() and w.islower() and w not in _GENERIC and w not in _STOP
+            for w in _TOKEN.findall(value)):
+        return False  # "Berlin next year", "78": a goal says what to do
     if (stated is not None and key.startswith("language.")
             and _WISHED.search(_clause_before(stated, value))):
         return False  # "I've always wanted to learn Spanish": a wish, not a language

@@ -299,3 +299,16 @@ def test_a_learned_language_is_not_one_the_speaker_only_wishes_for(value: str, s
     from strata.extract.fact_model import _kept_value
 
     assert _kept_value(f"language.{value.lower()}", value, stated) is kept
+
+
+@pytest.mark.parametrize(("value", "kept"), [
+    ("Berlin next year", False),   # "I might move to Berlin next year": the place, not the goal
+    ("78", False),
+    ("run a marathon", True),
+    ("open a café in Chiang Mai", True),
+    ("考CPA", True),
+])
+def test_a_learned_goal_says_what_to_do(value: str, kept: bool) -> None:
+    from strata.extract.fact_model import _kept_value
+
+    assert _kept_value(f"goal:{value.lower()}", value) is kept
