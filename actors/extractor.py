@@ -15,6 +15,7 @@ from actors.directory import ShardDirectory
 from actors.remote import actor_class
 from strata import tracing
 from strata.extract.base import Candidate
+from strata.extract.enrich import make_enricher
 from strata.extract.llm import make_extractor
 from strata.extract.worker import GROUP, ExtractionWorker, WriteSummary
 from strata.models import Scope
@@ -38,7 +39,8 @@ class ExtractionConsumer:
         self._shards = ShardDirectory.find(parsed.session_shards, namespace)
         self._workers = [
             ExtractionWorker(self._redis.queues, self._redis.sessions, make_extractor(parsed),
-                             self._write, consumer, claim_idle_ms, queue=queue)
+                             self._write, consumer, claim_idle_ms, queue=queue,
+                             enricher=make_enricher(parsed))
             for queue in (QUEUE_HIGH, QUEUE_LOW)]
         self._warn_depth = parsed.queue_warn_depth
         self._stop = threading.Event()

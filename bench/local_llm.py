@@ -71,6 +71,17 @@ def fetch(cache: Path) -> Path:
     return model
 
 
+def request_key(path: str, body: bytes) -> str:
+    """A request's key in the replies file: its path and its JSON body with sorted keys, so
+    two clients that serialise the same request differently (urllib, the OpenAI SDK) share
+    one reply."""
+    try:
+        canonical = json.dumps(json.loads(body), sort_keys=True).encode()
+    except ValueError:
+        canonical = body
+    return hashlib.sha256(path.encode() + b"\0" + canonical).hexdigest()
+
+
 def replaying(port: int, upstream: str, replies: Path) -> ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1:``port`` that answers a request it has seen before from
     ``replies`` (one JSON line per request body) and forwards any other to ``upstream``."""
@@ -84,7 +95,7 @@ def replaying(port: int, upstream: str, replies: Path) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            key = hashlib.sha256(self.path.encode() + b"\0" + body).hexdigest()
+            key = request_key(self.path, body)
             reply = known.get(key)
             if reply is None:
                 forwarded = urllib.request.Request(

@@ -51,13 +51,15 @@ class ChatClient:
         self.model = model
 
     def reply(self, messages: list[dict[str, str]], *, json_object: bool = False,
-              max_tokens: int | None = None) -> str:
+              max_tokens: int | None = None, frequency_penalty: float | None = None) -> str:
         """The model's answer to ``messages`` (temperature 0)."""
         options: dict[str, Any] = {}
         if json_object:
             options["response_format"] = {"type": "json_object"}
         if max_tokens is not None:
             options["max_tokens"] = max_tokens
+        if frequency_penalty is not None:
+            options["frequency_penalty"] = frequency_penalty
 
         def create() -> Any:
             return self._client.chat.completions.create(

@@ -253,6 +253,18 @@ class MemoryItem(BaseModel):
                                              "shared_with": self.shared_with}, viewer)
 
 
+# an episode's metadata key for the words a chat model wrote for it at extraction
+# (``strata.extract.enrich``): searched with its text, never shown as said
+KEYWORDS = "keywords"
+
+
+def embedded_text(text: str, metadata: dict[str, Any] | Any) -> str:
+    """What a memory's vector and index terms read: its text, and its keywords when it has
+    them (``strata.extract.enrich``)."""
+    words = metadata.get(KEYWORDS) if isinstance(metadata, dict) else None
+    return f"{text}\n{words}" if isinstance(words, str) and words else text
+
+
 class StoredRecord(BaseModel):
     """The row a vector collection holds, whatever the layer.
 
@@ -272,6 +284,11 @@ class StoredRecord(BaseModel):
     # episodes: the text's token vectors for late interaction, computed at write time
     # (``strata.recall.late.pack_tokens``); returned with the vector by ``get``
     tokens: str | None = None
+
+    @property
+    def indexed_text(self) -> str:
+        """What BM25 indexes: the text, with an episode's keywords (``embedded_text``)."""
+        return embedded_text(self.text, self.payload.get("metadata"))
 
 
 class RecordFilter(BaseModel):

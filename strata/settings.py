@@ -99,6 +99,11 @@ class Settings(BaseSettings):
         "(POST /v1/users/{user_id}/forgets/{forget_id}/undo): the memories it names are "
         "hidden at once and deleted, text and all, when this has passed (0: at the shard's "
         "next sweep); at most the forget log's 7 days"))
+    enricher: Literal["none", "openai"] = Field(default="none", description=(
+        "write-time enrichment, off the recall path: 'openai' has the chat model "
+        "(openai_base_url, openai_chat_model) write keywords a later question may use for "
+        "each turn-level episode; the episode's vector embeds its text with them "
+        "(strata/extract/enrich.py); one model call per turn at extraction"))
     query_expander: Literal["rules", "openai"] = Field(default="rules", description=(
         "recall's optional LLM path: 'openai' has the chat model (openai_base_url, "
         "openai_chat_model) write statements the person asked about might have said, each "

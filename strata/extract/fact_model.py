@@ -118,10 +118,14 @@ def _clause_before(stated: str, value: str) -> str:
 
 def _kept_value(key: str, value: str, stated: str | None = None, recurs: bool = True) -> bool:
     """A learned value worth a fact: not generic words alone, not one Chinese character
-    ("儿", "北"), a role that names a job, a person who is a relation ("朵朵" is a name, not
-    who she is to the speaker), and (``stated``: the turn) a habit the turn says recurs and
-    a home its clause does not say the speaker came from, left or dreams of (``recurs``:
-    whether the habit's check applies)."""
+    ("儿", "北") nor a Chinese value that only says when ("每天早上"), a role that names a
+    job, a person who is a relation ("朵朵" is a name, not who she is to the speaker), an
+    English goal with a word that says what to do ("Berlin next year" is none), and
+    (``stated``: the turn) a habit the turn says recurs (``recurs``: whether that check
+    applies), a language its clause does not only wish for ("always wanted to learn
+    Spanish") and a home its clause does not say the speaker came from, left or dreams of
+    (``_clause_before``). Edge words ("those", "who", "which") are trimmed off a value
+    before this (``_EDGE``)."""
     words = [t.lower() for t in _TOKEN.findall(value)]
     if words and all(w in _GENERIC or w in _STOP for w in words):
         return False

@@ -47,7 +47,7 @@ _OCCUPATION = (r"(?:nurse|doctor|gp|surgeon|dentist|vet|pharmacist|paramedic|mid
                r"driver|mechanic|electrician|plumber|carpenter|builder|farmer|gardener|"
                r"cleaner|nanny|journalist|writer|editor|photographer|artist|illustrator|"
                r"musician|actor|dancer|scientist|researcher|postdoc|analyst|consultant|"
-               r"manager|recruiter|librarian|student|intern|paramedic|radiographer|"
+               r"manager|recruiter|librarian|student|intern|radiographer|"
                r"optometrist|hairdresser|barber|realtor|estate agent|copywriter|translator|"
                r"social worker|carer|caregiver|receptionist|cashier|courier|surveyor|"
                r"economist|actuary|banker|trader|marketer|entrepreneur|founder)")

@@ -15,11 +15,12 @@ from contextlib import AbstractContextManager, nullcontext
 from pydantic import BaseModel, Field
 
 from strata.extract.base import Candidate, Extractor, Intent, attribute
-from strata.extract.exchanges import exchange_candidates
+from strata.extract.enrich import Enricher
+from strata.extract.exchanges import EXCHANGE, exchange_candidates
 from strata.extract.filters import WriteFilter
 from strata.layers.episodic import EpisodeStore
 from strata.layers.semantic import FactStore
-from strata.models import MemoryKind, Scope, Turn
+from strata.models import KEYWORDS, MemoryKind, Scope, Turn, embedded_text
 from strata.stores.embedders import PreparedEmbedder
 from strata.stores.keys import QUEUE_LOW, SessionRef
 from strata.stores.ports import VectorStore, WriteBatching
@@ -69,7 +70,9 @@ class LongTermWriter:
         todo = [c for c in report.kept if c.intent is not Intent.FORGET and (
             (c.kind is MemoryKind.FACT and c.key) or c.kind is MemoryKind.EPISODE)]
         # forgetting is applied at turn time by the shard, not here
-        with self._prepared([c.text for c in todo]), self._batch(scope):
+        with self._prepared([c.text if c.kind is MemoryKind.FACT
+                             else embedded_text(c.text, c.metadata) for c in todo]), \
+                self._batch(scope):
             for cand in todo:
                 if cand.kind is MemoryKind.FACT:
                     action = self.facts.apply(scope, cand).decision.action.value
@@ -88,6 +91,20 @@ class LongTermWriter:
         if isinstance(self._vectors, WriteBatching):
             return self._vectors.write_batch(scope)
         return nullcontext()
+
+
+def enriched(enricher: Enricher, candidates: list[Candidate]) -> list[Candidate]:
+    """The turn-level episodes with their keywords (``strata.extract.enrich``); exchanges,
+    facts and forgets as they are."""
+    out = []
+    for cand in candidates:
+        if (cand.kind is MemoryKind.EPISODE and cand.episode_type != EXCHANGE
+                and cand.intent is not Intent.FORGET and KEYWORDS not in cand.metadata):
+            words = enricher.keywords(cand.text)
+            if words:
+                cand = cand.model_copy(update={"metadata": {**cand.metadata, KEYWORDS: words}})
+        out.append(cand)
+    return out
 
 
 def turns_in_range(log: SessionLog, ref: SessionRef, wal_from: str,
@@ -114,8 +131,10 @@ class ExtractionWorker:
 
     def __init__(self, queues: WriteQueues, log: SessionLog, extractor: Extractor,
                  write: Callable[[Scope, list[Candidate]], WriteSummary], consumer: str,
-                 claim_idle_ms: int = 60_000, queue: str = QUEUE_LOW) -> None:
+                 claim_idle_ms: int = 60_000, queue: str = QUEUE_LOW,
+                 enricher: Enricher | None = None) -> None:
         self._queue = queue
+        self._enricher = enricher
         self._queues = queues
         self._log = log
         self._extractor = extractor
@@ -151,6 +170,8 @@ class ExtractionWorker:
         try:
             candidates = attribute([*self._extractor.extract(turns),
                                     *exchange_candidates(turns)], turns)
+            if self._enricher is not None:
+                candidates = enriched(self._enricher, candidates)
             summary = self._write(scope, candidates)
         except Exception as exc:  # left pending: another delivery retries it
             logger.exception("extraction job %s failed", message.id)

@@ -25,6 +25,7 @@ from strata.models import (
     RecordFilter,
     Scope,
     Source,
+    embedded_text,
     utcnow,
 )
 from strata.stores.ports import Embedder, VectorStore
@@ -58,7 +59,8 @@ class EpisodeStore:
             f"{','.join(candidate.provenance.turn_ids)}|{candidate.text}"), candidate.agent or "")
         if existing is not None:  # in the writer's lane: another's private one is not seen
             return EpisodeWrite(action="duplicate", item=from_record(existing))
-        vector = self._embedder.encode([candidate.text])[0].tolist()
+        vector = self._embedder.encode([embedded_text(candidate.text,
+                                                      candidate.metadata)])[0].tolist()
         when = candidate.event_time or utcnow()
         if candidate.episode_type == EXCHANGE:
             return self._insert(scope, candidate, new_id, vector, when, {
@@ -68,7 +70,8 @@ class EpisodeStore:
         if similar is not None:
             merged = self._merge(similar, candidate, new_id)
             self._vectors.upsert(Collection.EPISODES, scope, [
-                to_record(merged, self._embedder.encode([merged.text])[0].tolist(),
+                to_record(merged, self._embedder.encode(
+                    [embedded_text(merged.text, merged.metadata)])[0].tolist(),
                           self._embedder.model_id)])
             return EpisodeWrite(action="merge", item=merged)
         return self._insert(scope, candidate, new_id, vector, when, {

@@ -40,6 +40,7 @@ from strata.layers.records import from_record, to_record
 from strata.layers.semantic import FactStore
 from strata.layers.transfer import read_rows
 from strata.models import (
+    KEYWORDS,
     LONG_TERM,
     Collection,
     Layer,
@@ -52,6 +53,7 @@ from strata.models import (
     Source,
     StoredRecord,
     check_id,
+    embedded_text,
     is_visible,
     utcnow,
 )
@@ -226,7 +228,7 @@ class LongTermMemory:
     def _rewrite(self, collection: Collection, scope: Scope, item: MemoryItem,
                  reembed: bool = False) -> None:
         if reembed:
-            vector = self.embedder.encode([item.text])[0].tolist()
+            vector = self.embedder.encode([embedded_text(item.text, item.metadata)])[0].tolist()
         else:
             rows = self.vectors.get(collection, scope, [item.id])
             if not rows or rows[0].vector is None:
@@ -273,7 +275,13 @@ class LongTermMemory:
             if collection is Collection.PROCEDURES:
                 changes["text"] = render(str(item.key), _procedure_spec(changes["metadata"]))
         updated = item.model_copy(update=changes)
-        self._rewrite(collection, scope, updated, reembed=updated.text != item.text)
+        if (updated.text != item.text and KEYWORDS in updated.metadata
+                and KEYWORDS not in (patch.metadata or {})):  # written for the old words
+            updated = updated.model_copy(update={"metadata": {
+                k: v for k, v in updated.metadata.items() if k != KEYWORDS}})
+        self._rewrite(collection, scope, updated, reembed=(
+            updated.text != item.text
+            or updated.metadata.get(KEYWORDS) != item.metadata.get(KEYWORDS)))
         if collection is Collection.EPISODES and updated.text != item.text:
             # the exchanges that repeat the old wording go: they would recall it again
             self.vectors.delete(collection, scope, [e.id for e in self._exchanges_of(scope, item)])

@@ -26,6 +26,7 @@ from strata.models import (
     Scope,
     Source,
     StoredRecord,
+    embedded_text,
     is_visible,
 )
 from strata.portability import ImportCounts
@@ -178,7 +179,8 @@ def _records(embedder: Embedder, todo: list[tuple[MemoryItem, StoredRecord | Non
     vectors: dict[str, list[float]] = {}
     for start in range(0, len(fresh), EMBED_BATCH):
         part = fresh[start:start + EMBED_BATCH]
-        for item, vector in zip(part, embedder.encode([i.text for i in part]), strict=True):
+        texts = [embedded_text(i.text, i.metadata) for i in part]
+        for item, vector in zip(part, embedder.encode(texts), strict=True):
             vectors[item.id] = vector.tolist()
     return [to_record(item, vectors.get(item.id) or (old.vector if old and old.vector else []),
                       embedder.model_id) for item, old in todo]

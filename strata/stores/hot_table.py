@@ -78,7 +78,7 @@ class HotTable:
     def put(self, record: StoredRecord, vector: Sequence[float] | npt.NDArray[np.float32],
             tokens: bytes | None, terms: Sequence[str] | None = None) -> None:
         """Add or replace a record (its vector, and its packed token vectors if any).
-        ``terms``: its BM25 terms as the store keeps them (``tokenize(record.text)``, which
+        ``terms``: its BM25 terms as the store keeps them (``tokenize(record.indexed_text)``, which
         runs when they are not given)."""
         self._kill(record.id)
         row = self._records.append(record)
@@ -92,7 +92,7 @@ class HotTable:
         self._row[record.id] = row
         self._matrix[row] = np.asarray(vector, dtype=np.float32)
         self._norms[row] = np.linalg.norm(self._matrix[row])
-        counts = Counter(sys.intern(t) for t in (tokenize(record.text) if terms is None
+        counts = Counter(sys.intern(t) for t in (tokenize(record.indexed_text) if terms is None
                                                   else terms))
         self._terms.append(tuple(counts))
         self._lengths[row] = sum(counts.values())

@@ -349,7 +349,7 @@ class MilvusVectorStore:
             "payload": record.payload,
         }
         if collection is None or self.name(collection) not in self._legacy:
-            row["lexical"] = normalize(record.text)
+            row["lexical"] = normalize(record.indexed_text)
         if collection is None or self.name(collection) not in self._no_tokens:
             row["tokens"] = record.tokens or ""
         return row

@@ -140,7 +140,7 @@ class FakeVectorStore:
         flt: RecordFilter | None = None,
     ) -> list[SearchHit]:
         rows = [r for r in self._rows(collection, scope).values() if matches(r, flt)]
-        scores = bm25_scores(text, [r.text for r in rows])
+        scores = bm25_scores(text, [r.indexed_text for r in rows])
         ranked = sorted(
             ((s, r) for s, r in zip(scores, rows, strict=True) if s > 0),
             key=lambda pair: pair[0],
