@@ -12,6 +12,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from strata.extract.habit_rules import match_habits
 from strata.extract.life_rules import match_life, speakers_part
@@ -336,14 +337,21 @@ def _work_value(key: str, value: str) -> str | None:
 def match_facts(sentence: str) -> list[FactMatch]:
     """Every fact the rules find in one sentence, the first rule per key winning. A clause
     about someone else in the speaker's life ("my roommate just adopted a ferret") gives only
-    the relation: the pet, the job and the city in it are that person's."""
+    the relation: the pet, the job and the city in it are that person's. Cached: a turn's
+    path asks it of the same text several times (the intent gate, the extractor, the
+    working memory's summary when the turn leaves the window)."""
+    return list(_facts_of(sentence))
+
+
+@lru_cache(maxsize=1024)
+def _facts_of(sentence: str) -> tuple[FactMatch, ...]:
     found = []
     for fact in _match_facts(speakers_part(sentence)):
         value = _work_value(fact.key, fact.value)
         if value is not None:
             found.append(FactMatch(key=fact.key, value=value, confidence=fact.confidence,
                                    change=fact.change))
-    return found
+    return tuple(found)
 
 
 def _match_facts(sentence: str) -> list[FactMatch]:

@@ -10,6 +10,7 @@ is an override of that value.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pydantic import BaseModel
 
@@ -169,8 +170,11 @@ def find_forget(text: str) -> ForgetPhrase | None:
     return ForgetPhrase(target=None) if dismissive else None
 
 
+@lru_cache(maxsize=1024)
 def detect_intent(text: str) -> Intent:
-    """The strongest intent in a user turn: forget > override > remember > none."""
+    """The strongest intent in a user turn: forget > override > remember > none. Cached: a
+    turn's path asks it of the same text up to three times (the gate, the detector's rules,
+    the extractor)."""
     if find_forget(text) is not None:
         return Intent.FORGET
     if _OVERRIDE.search(text):

@@ -15,23 +15,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from strata.errors import BackendUnavailable, StrataError
 from strata.extract.base import Candidate, Intent, attribute
-from strata.extract.fact_rules import match_facts
 from strata.extract.intent_model import (
-    CombinedIntents,
     IntentDetector,
-    IntentReading,
     Utterance,
     as_override,
-    forget_target,
 )
 from strata.extract.intents import is_declaration
-from strata.extract.rules import RuleExtractor, detect_intent, speaker_of
+from strata.extract.rules import RuleExtractor, detect_intent
 from strata.extract.worker import WriteSummary
 from strata.layers.decay import (
     DecayPolicy,
@@ -46,9 +42,10 @@ from strata.layers.memories import LongTermMemory
 from strata.layers.memory_models import MemoryCreate, MemoryPatch
 from strata.layers.reactivation import reactivate, spoken_turns
 from strata.layers.transfer import import_items
-from strata.models import MemoryItem, MemoryKind, Provenance, Role, Scope, Turn, utcnow
+from strata.models import MemoryItem, MemoryKind, Role, Scope, Turn, utcnow
 from strata.portability import ImportCounts
 from strata.shard.models import IntentResult
+from strata.shard.readings import TurnReadings
 from strata.stores.hot import HotIndexStore
 from strata.stores.keys import QUEUE_HIGH, deleted_turn
 from strata.stores.ports import Purging, StatusWriter
@@ -120,6 +117,7 @@ class ShardMemories:
         self._shard_id = shard_id
         self._grace_s = forget_grace_s  # a forget's hidden memories are deleted after this
         self._detector = detector  # a learned reading of forgets the rules miss (built lazily)
+        self._learned = TurnReadings(detector)
         self._queues = queues
         self._forgets = forgets
         self._users = users
@@ -148,6 +146,11 @@ class ShardMemories:
                     self._purge = FilePurge(self._aof, durable)
         return self._purge
 
+    def read_ahead(self, said: Sequence[Utterance]) -> None:
+        """A batch's user turns read by the learned detector in one call (``TurnReadings``)."""
+        if self._longterm.configured:
+            self._learned.read_ahead(said)
+
     def apply_intents(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
                       previous: str | None = None) -> IntentResult:
         """Explicit intents of a user turn, applied now (``previous``: the user's turn before
@@ -157,11 +160,11 @@ class ShardMemories:
             return result
         declared = is_declaration(turn.content)  # "my codename is Falcon": known at once
         ruled = detect_intent(turn.content)
-        reading = self._learned_reading(turn, previous)
-        learned = self._learned_forget(turn, previous, ruled, reading)
+        reading = self._learned.reading(turn, previous)
+        learned = self._learned.forget(turn, previous, ruled, reading)
         # what the model reads a forget to take (one, topic, person), the rules' too
         extent = reading.scope if reading is not None and reading.scope in EXTENTS else None
-        changed = ruled is Intent.NONE and learned is None and self._learned_change(
+        changed = ruled is Intent.NONE and learned is None and self._learned.change(
             turn, previous)
         if ruled is Intent.NONE and not declared and learned is None and not changed:
             return result  # the common case: two regex passes and one linear model
@@ -213,46 +216,6 @@ class ShardMemories:
             self._audit.append(scope, action="forget_intent", count=len(result.forgotten),
                                at=utcnow().isoformat())
         return result
-
-    def _learned_change(self, turn: Turn, previous: str | None) -> bool:
-        """Whether the learned detector reads a change in a turn that states a fact the
-        rules can key (the model runs only then: ~6 % of ordinary turns)."""
-        if self._detector is None or not match_facts(turn.content):
-            return False
-        detector = self._detector()
-        return isinstance(detector, CombinedIntents) and detector.reads_change(
-            Utterance(turn.content, previous))
-
-    def _learned_reading(self, turn: Turn, previous: str | None) -> IntentReading | None:
-        """The learned detector's reading of a turn that could be a forget (None: no
-        detector, or the model would not read a forget: not run, most turns)."""
-        if self._detector is None:
-            return None
-        detector, said = self._detector(), Utterance(turn.content, previous)
-        if isinstance(detector, CombinedIntents) and not detector.could_forget(said):
-            return None
-        return detector.read([said])[0]
-
-    def _learned_forget(self, turn: Turn, previous: str | None, ruled: Intent,
-                        reading: IntentReading | None) -> Candidate | None:
-        """What the learned detector's ``reading`` adds to the rules': a forget they did
-        not read (its target: ``forget_target``), or that a forget is of everything."""
-        if reading is None or reading.intent != "forget":
-            return None
-        if reading.scope == "all":
-            target: str | None = EVERYTHING
-        elif ruled is Intent.FORGET:
-            return None  # the rules' own target stands
-        else:  # the model's span, else the turn without its framing, else the turn before
-            target = reading.target or forget_target(turn.content, previous)
-        if not target:
-            return None
-        return Candidate(kind=MemoryKind.FACT, text=target.strip(), intent=Intent.FORGET,
-                         provenance=Provenance(session_id=turn.session_id,
-                                               turn_ids=[turn.turn_id]),
-                         event_time=turn.created_at, speaker=speaker_of(turn),
-                         metadata={"extent": reading.scope} if reading.scope in EXTENTS
-                         else {})  # kept for a late application (``write_longterm``)
 
     def _forget(self, scope: Scope, request: ForgetRequest, late: bool = False,
                 said: str = "", extent: str | None = None) -> list[str]:

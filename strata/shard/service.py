@@ -74,7 +74,7 @@ class SessionShardService:
             shard_id=shard_id, forget_grace_s=settings.forget_grace_s)
         if settings.intent_detector == "learned":  # ~2 s of loading, not on a user's turn
             threading.Thread(target=packaged_detector, name="strata-intents", daemon=True).start()
-        self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories.apply_intents,
+        self.sessions = ShardSessions(shard_id, settings, summarizer, self.memories,
                                       log=redis.sessions, index=redis.index,
                                       queues=redis.queues, config=config)
         self.recall = ShardRecall(self._longterm, make_expander(settings))

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from strata.errors import Conflict, InvalidInput, NotFound, QueueStoreError
 from strata.extract.pii import redact, redact_value
@@ -39,12 +39,12 @@ from strata.shard.durability import (
 )
 from strata.shard.models import (
     CloseAck,
-    IntentResult,
     SweepReport,
     TurnAck,
     TurnIn,
     WorkingMemoryView,
 )
+from strata.shard.readings import IntentHandler, said_in
 from strata.shard.turns import (
     check_agent,
     generated_turn_id,
@@ -56,15 +56,7 @@ from strata.stores.keys import QUEUE_LOW, SessionRef
 from strata.stores.redis_ports import SessionIndex, SessionLog, WriteQueues
 from strata.tokens import count_tokens
 
-__all__ = ["IntentHandler", "LiveSession", "ShardSessions"]
-
-
-class IntentHandler(Protocol):
-    """Applies a new user turn's explicit intents (``ShardMemories.apply_intents``);
-    ``wal_from``/``wal_to``: the WAL range of the turn, ``previous``: the user's turn before."""
-
-    def __call__(self, scope: Scope, turn: Turn, wal_from: str, wal_to: str,
-                 previous: str | None = None) -> IntentResult: ...
+__all__ = ["LiveSession", "ShardSessions"]
 
 
 class LiveSession:
@@ -182,6 +174,8 @@ class ShardSessions:
                 # session from Redis on its next use rather than trust this copy
                 self._live.pop(key, None)
                 raise
+            if len(new) > 1:
+                self._intents.read_ahead(said_in(state.window, new))
             acks = []
             for (_, asked), turn in zip(batch, fresh, strict=True):
                 if turn is None:
@@ -192,7 +186,7 @@ class ShardSessions:
                                  if t.role is Role.USER), None)
                 entry.memory.append(turn, received_at=now)
                 state.wal_id = wal_id
-                intents = self._intents(scope, turn, wal_from, wal_id, previous)
+                intents = self._intents.apply_intents(scope, turn, wal_from, wal_id, previous)
                 ack = self._ack(state, turn.turn_id)
                 ack.intents = intents
                 acks.append(ack)
@@ -398,3 +392,4 @@ class ShardSessions:
             for key in list(self._live):
                 self._evict(key)
         self._snapshots.shutdown()
+
