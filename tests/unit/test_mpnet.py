@@ -104,7 +104,8 @@ def mpnet() -> Iterator[MPNetEmbedder]:
             raise AssertionError(f"the packaged model reached for the network: {address}")
 
         patch.setattr(socket.socket, "connect", no_network)
-        embedder = make_embedder(Settings(embedder="mpnet", torch_threads=2))
+        embedder = make_embedder(Settings(embedder="mpnet", torch_threads=2,
+                                           embed_runtime="torch"))  # no 420 MB export
     assert isinstance(embedder, MPNetEmbedder)
     yield embedder
 
