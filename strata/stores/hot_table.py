@@ -327,6 +327,26 @@ class HotTable:
         norms = self._norms[:n] * norm
         return np.asarray(matrix @ query / np.where(norms == 0, 1.0, norms), dtype=np.float32)
 
+    def scored(self, ids: Sequence[str], vector: Sequence[float], text: str
+               ) -> list[tuple[StoredRecord, float, float]]:
+        """The named live rows (in ``ids``' order), each with its cosine to ``vector`` and
+        its BM25 for ``text``: what ``cosines`` and ``bm25`` give those rows, without the
+        whole table's cosines or a record built with its vector."""
+        rows = [row for row in (self._row.get(i) for i in ids) if row is not None]
+        if not rows:
+            return []
+        at = np.asarray(rows, dtype=np.intp)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = self._norms[at] * (float(np.linalg.norm(query)) or 1.0)
+        dense = (self._matrix[at] @ query / np.where(norms == 0, 1.0, norms)).tolist()
+        lexical = self.bm25(text)[at].tolist()
+        out = []
+        for row, cos, bm in zip(rows, dense, lexical, strict=True):
+            record = self._records.record(row)
+            assert record is not None  # a live row
+            out.append((record, float(cos), float(bm)))
+        return out
+
     def bm25(self, text: str) -> npt.NDArray[np.float32]:
         """BM25 of every row against ``text`` (IDF and lengths of this user's corpus)."""
         scores = np.zeros(len(self._records), dtype=np.float32)

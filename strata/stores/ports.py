@@ -25,9 +25,9 @@ from strata.models import (
     is_visible,
 )
 
-__all__ = ["DecayFields", "DecayScan", "Embedder", "PurgeReport", "Purging", "QueryEmbedding",
-           "StatusWriter", "VectorStore", "WriteBatching",
-           "complete_parts", "cosine", "fuse_rrf", "score_ids"]
+__all__ = ["DecayFields", "DecayScan", "Embedder", "IdScorer", "PurgeReport", "Purging",
+           "QueryEmbedding", "StatusWriter", "VectorStore", "WriteBatching", "complete_parts",
+           "cosine", "fuse_rrf", "score_ids"]
 
 RRF_K = 60
 
@@ -219,6 +219,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return float(x @ y) / norm if norm else 0.0
 
 
+@runtime_checkable
+class IdScorer(Protocol):
+    """A store that gives ``score_ids``'s answer from its own columns."""
+
+    def score_ids(self, collection: Collection, scope: Scope, vector: Sequence[float],
+                  text: str, ids: Sequence[str], statuses: Sequence[MemoryStatus] | None,
+                  visible_to: str | None) -> list[SearchHit]: ...
+
+
 def score_ids(store: VectorStore, collection: Collection, scope: Scope,
               vector: Sequence[float], text: str, ids: Sequence[str],
               statuses: Sequence[MemoryStatus] | None = None,
@@ -226,7 +235,11 @@ def score_ids(store: VectorStore, collection: Collection, scope: Scope,
     """The named records (with one of ``statuses``, if given, and that the agent
     ``visible_to`` may see, if given), each with both raw
     similarities, exactly: the cosine from its stored vector (an id-restricted ANN search can
-    miss ids far from the query) and BM25 through a lexical search restricted to these ids."""
+    miss ids far from the query) and BM25 through a lexical search restricted to these ids.
+    A store that can score its own rows without building them with their vectors
+    (``IdScorer``: the hot index) does it itself."""
+    if isinstance(store, IdScorer):
+        return store.score_ids(collection, scope, vector, text, ids, statuses, visible_to)
     records = [r for r in store.get(collection, scope, list(ids))
                if (statuses is None or r.status in statuses)
                and (visible_to is None or is_visible(r.payload, visible_to))]

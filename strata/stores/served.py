@@ -11,9 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 
-from strata.models import Collection, RecordFilter, Scope, SearchHit, StoredRecord
+from strata.models import (
+    Collection,
+    MemoryStatus,
+    RecordFilter,
+    Scope,
+    SearchHit,
+    StoredRecord,
+    is_visible,
+)
 from strata.stores.hot_table import HotTable
-from strata.stores.ports import VectorStore
+from strata.stores.ports import VectorStore, score_ids
 
 __all__ = ["TableServed"]
 
@@ -66,3 +74,19 @@ class TableServed:
             return self.inner.search_hybrid(collection, scope, vector, text, k, flt)
         with self._guard():
             return table.search_hybrid(vector, text, k, flt)
+
+    def score_ids(self, collection: Collection, scope: Scope, vector: Sequence[float],
+                  text: str, ids: Sequence[str], statuses: Sequence[MemoryStatus] | None,
+                  visible_to: str | None) -> list[SearchHit]:
+        """``ports.score_ids`` from the user's table (``IdScorer``), else from the store
+        behind it."""
+        table = self._served(collection, scope)
+        if table is None:
+            return score_ids(self.inner, collection, scope, vector, text, ids, statuses,
+                             visible_to)
+        with self._guard():
+            scored = table.scored(ids, vector, text)
+        return [SearchHit(record=r, score=0.0, parts={"dense": dense, "lexical": lexical})
+                for r, dense, lexical in scored
+                if (statuses is None or r.status in statuses)
+                and (visible_to is None or is_visible(r.payload, visible_to))]

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from strata.errors import Conflict, InvalidInput, VectorStoreError
-from strata.models import Collection, RecordFilter, Scope, StoredRecord
+from strata.models import Collection, RecordFilter, Scope, StoredRecord, is_visible
 from strata.stores.embedders import HashEmbedder
 from strata.stores.hot import HotIndexStore
 from strata.stores.milvus import FlushPolicy, MilvusVectorStore
-from strata.stores.ports import VectorStore, cosine, score_ids
+from strata.stores.ports import IdScorer, VectorStore, cosine, score_ids
 from strata.testing.fake_vectors import FakeVectorStore
 
 EMB = HashEmbedder(64)
@@ -241,6 +241,30 @@ def test_score_ids_gives_both_similarities_of_the_named_records(store: VectorSto
         assert hit.parts["dense"] == pytest.approx(cosine(vectors[rid], query), abs=1e-4)
         assert (hit.parts["lexical"] > 0) == (hit.record.text == "alpha report")
     assert score_ids(store, FACTS, B, query, "alpha", wanted, ["active"]) == []
+
+
+def test_a_store_that_scores_its_own_rows_gives_the_generic_answer(store: VectorStore) -> None:
+    """The hot index's ``IdScorer`` path: the cosine from the stored vector and the BM25 of
+    a lexical search restricted to the ids, as ``score_ids`` computes them from records."""
+    if not isinstance(store, IdScorer):
+        pytest.skip("only the hot index scores its own rows")
+    query, _ = far_and_near(store)
+    store.insert(FACTS, A, [rec("v1", "alpha report", visibility="private", agent="planner")])
+    ids = [*[r.id for r in store.query(FACTS, A, None, 500)][:40], "v1", "nope"]
+    for statuses, viewer in ((None, None), (["active"], "planner"), (["active"], "coder")):
+        records = [r for r in store.get(FACTS, A, ids) if statuses is None or r.status in statuses]
+        records = [r for r in records if viewer is None or is_visible(r.payload, viewer)]
+        lexical = {h.record.id: h.score for h in store.search_lexical(
+            FACTS, A, "alpha report", len(ids), RecordFilter(ids=[r.id for r in records]))}
+        hits = score_ids(store, FACTS, A, query, "alpha report", ids, statuses, viewer)
+        assert [h.record.id for h in hits] == [r.id for r in records]
+        for hit, record in zip(hits, records, strict=True):
+            assert record.vector is not None
+            assert hit.parts["dense"] == pytest.approx(cosine(record.vector, query), abs=1e-5)
+            assert hit.parts["lexical"] == pytest.approx(lexical.get(record.id, 0.0), abs=1e-5)
+            assert hit.record.text == record.text and hit.record.payload == record.payload
+    assert ("v1" in {h.record.id for h in score_ids(store, FACTS, A, query, "alpha", ids, None,
+                                                     "coder")}) is False
 
 
 def test_insert_conflict_and_bad_vectors(store: VectorStore) -> None:
