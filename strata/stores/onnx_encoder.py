@@ -74,21 +74,21 @@ class OnnxEncoder:
         """The encoder of the torch model ``bert``: its cached graph, or one exported now;
         checked against ``bert`` on ``PROBE`` before it is returned."""
         try:
+            import onnx  # noqa: F401  (the exporter writes with it)
             import onnxruntime  # noqa: F401
             import torch
         except ImportError as exc:
-            raise OnnxUnavailable(f"onnxruntime is not installed ({exc})") from exc
+            raise OnnxUnavailable(f"onnx or onnxruntime is not installed ({exc})") from exc
         probe = tokenizer(PROBE, padding=True, return_tensors="pt")
         names = [name for name in INPUTS if name in probe]
         directory = cache_dir or default_cache_dir()
-        path = directory / f"{_digest(bert, names)}.onnx"
+        path = directory / "model.onnx"
         try:
+            path = directory / f"{_digest(bert, names)}.onnx"
             directory.mkdir(parents=True, exist_ok=True)
             with _locked(directory / ".lock"):
                 if not path.is_file():
                     _export(bert, probe, names, path)
-        except OnnxUnavailable:
-            raise
         except Exception as exc:  # torch's exporter and the file system raise many types
             raise OnnxUnavailable(f"exporting the model to {path} failed: {exc}") from exc
         try:

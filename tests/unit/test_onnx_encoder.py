@@ -80,6 +80,13 @@ def test_a_graph_that_cannot_run_keeps_torch_or_fails_clearly(
         MiniLMEmbedder(threads=1, runtime="onnx", cache_dir=tmp_path)
 
 
+def test_a_cache_that_cannot_be_written_keeps_torch(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    kept = MiniLMEmbedder(threads=1, runtime="auto", cache_dir=blocked / "onnx")
+    assert kept.runtime == "torch" and kept.encode(["hello"]).shape == (1, 384)
+
+
 def test_settings_choose_the_runtime(cache: Path, on_onnx: MiniLMEmbedder) -> None:
     chosen = make_embedder(Settings(embedder="minilm", embed_runtime="auto",
                                     onnx_cache_dir=cache))
