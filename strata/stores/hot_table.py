@@ -11,6 +11,11 @@ the ranking code above cannot tell them apart.
 
 Deleted or replaced rows are marked dead and compacted away once they are a third of the
 table. Not thread-safe: ``strata.stores.hot.HotIndexStore`` locks around it.
+
+Why this module is long: it is one data structure, and every read and write of it must keep
+its parallel columns in step (the records, the matrix and its norms, the postings and
+lengths, the token vectors, the text index, the cached filter masks); split across modules,
+a change to one column would have to find its partners elsewhere.
 """
 
 from __future__ import annotations
