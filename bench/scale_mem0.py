@@ -55,6 +55,8 @@ def searches(peer: Any, users: list[str], locomo: list[str], rounds: int, prefix
             ms.append((time.perf_counter() - t0) * 1000)
         if ms:
             out[prefix + label] = summary_ms(ms)
+            # printed as measured: a run stopped later (mem0's searches are slow) keeps it
+            print(f"mem0 {prefix}{label}:", out[prefix + label], flush=True)
     again = []
     for r in range(rounds):
         for i, user in enumerate(users + locomo):
@@ -64,6 +66,7 @@ def searches(peer: Any, users: list[str], locomo: list[str], rounds: int, prefix
             again.append((time.perf_counter() - t0) * 1000)
     if again:
         out[prefix + "again"] = summary_ms(again)
+        print(f"mem0 {prefix}again:", out[prefix + "again"], flush=True)
     return out
 
 
@@ -120,6 +123,7 @@ def main() -> None:
     # mem0 never flushes its collection; milvus-lite searches unflushed rows slowly
     # (docs/benchmarks.md): the same searches again after a flush, as a tuned deployment would
     out["flush_s"] = round(peer.flush(), 1)
+    print("mem0 flush s:", out["flush_s"], flush=True)
     out["settle"] = peer.settle()
     out |= searches(peer, users, locomo, args.hot_rounds, "flushed_")
     peer.close()
